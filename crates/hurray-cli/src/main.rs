@@ -1,0 +1,6 @@
+//! The `hurray` command-line tool.
+
+fn main() {
+    eprintln!("hurray: no commands yet");
+    std::process::exit(2);
+}

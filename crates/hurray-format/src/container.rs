@@ -1,0 +1,325 @@
+//! The container framing: header, descriptor, and the canonical buffer layout.
+//!
+//! ```text
+//! 0       8        10         12              16            16+D      data_start
+//! | magic | version | reserved | descriptor_len | descriptor | 0-padding | buffers ... |
+//! ```
+//!
+//! `data_start` is `16 + D` rounded up to [`BUFFER_ALIGNMENT`]. Buffer offsets
+//! count from `data_start`. Buffers sit in table order, each at the first
+//! aligned offset after the previous one, with zero padding between: there is
+//! exactly one valid placement for a given list of buffer lengths, so holes,
+//! overlaps and trailing bytes (the raw material of polyglot files) are errors.
+
+use core::ops::Range;
+
+use crate::descriptor::Descriptor;
+use crate::error::{DecodeError, EncodeError};
+use crate::layout::LayoutTag;
+use crate::limits::{BUFFER_ALIGNMENT, MAX_DESCRIPTOR_LEN};
+use crate::wire::decode_descriptor;
+
+/// The eight magic bytes that open every Hurray file. Like PNG's, the non-ASCII
+/// first byte and the CR LF / SUB / LF tail catch text-mode and 7-bit mangling.
+pub const MAGIC: [u8; 8] = [0x89, b'H', b'R', b'Y', 0x0d, 0x0a, 0x1a, 0x0a];
+
+/// The container format version this crate reads and writes.
+pub const FORMAT_VERSION: u16 = 1;
+
+/// Length of the fixed header: magic, version, reserved, descriptor length.
+pub const HEADER_LEN: usize = 16;
+
+#[cfg(feature = "std")]
+const ZEROS: [u8; BUFFER_ALIGNMENT] = [0; BUFFER_ALIGNMENT];
+
+/// Rounds `n` up to the buffer alignment, or `None` on overflow.
+pub const fn align_up(n: u64) -> Option<u64> {
+    let a = BUFFER_ALIGNMENT as u64;
+    match n.checked_add(a - 1) {
+        Some(v) => Some(v / a * a),
+        None => None,
+    }
+}
+
+/// A decoded container borrowing its input: the buffers are sub-slices of the
+/// bytes passed to [`Container::decode`], never copies.
+///
+/// A `Container` only promises that the framing is sound (every buffer lies
+/// inside the input, aligned, in canonical order). Whether the buffers form a
+/// valid CSF tensor is `csf-validate`'s question.
+#[derive(Clone, Copy, Debug)]
+pub struct Container<'a> {
+    descriptor: Descriptor,
+    bytes: &'a [u8],
+    data_start: usize,
+}
+
+impl<'a> Container<'a> {
+    /// Decodes and checks the framing of a container. Never panics, never allocates.
+    ///
+    /// # Errors
+    /// Any [`DecodeError`]: every one names the byte offset (or buffer index) at fault.
+    pub fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        let magic_len = bytes.len().min(MAGIC.len());
+        if bytes.get(..magic_len) != MAGIC.get(..magic_len) {
+            return Err(DecodeError::BadMagic);
+        }
+        let header = bytes.get(..HEADER_LEN).ok_or(DecodeError::Truncated {
+            offset: 0,
+            needed: HEADER_LEN,
+            available: bytes.len(),
+        })?;
+        let field = |at: usize| -> [u8; 4] {
+            let mut raw = [0u8; 4];
+            if let Some(src) = header.get(at..at + 4) {
+                raw.copy_from_slice(src);
+            }
+            raw
+        };
+        let [v0, v1, r0, r1] = field(8);
+        let version = u16::from_le_bytes([v0, v1]);
+        if version != FORMAT_VERSION {
+            return Err(DecodeError::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
+        }
+        let reserved = u16::from_le_bytes([r0, r1]);
+        if reserved != 0 {
+            return Err(DecodeError::ReservedHeaderBits { found: reserved });
+        }
+        let descriptor_len = u32::from_le_bytes(field(12));
+        let len = descriptor_len as usize;
+        if len > MAX_DESCRIPTOR_LEN {
+            return Err(DecodeError::DescriptorTooLong { len: descriptor_len, max: MAX_DESCRIPTOR_LEN });
+        }
+        let descriptor_end = HEADER_LEN + len;
+        let descriptor_bytes = bytes.get(HEADER_LEN..descriptor_end).ok_or(DecodeError::Truncated {
+            offset: HEADER_LEN,
+            needed: len,
+            available: bytes.len() - HEADER_LEN,
+        })?;
+        let descriptor = decode_descriptor(descriptor_bytes, HEADER_LEN)?;
+
+        // `descriptor_end` is at most 16 + 8 KiB, so the rounding cannot overflow.
+        let data_start = descriptor_end.next_multiple_of(BUFFER_ALIGNMENT);
+        let padding = bytes.get(descriptor_end..data_start).ok_or(DecodeError::Truncated {
+            offset: descriptor_end,
+            needed: data_start - descriptor_end,
+            available: bytes.len() - descriptor_end,
+        })?;
+        check_zero(padding, descriptor_end)?;
+
+        let data = bytes.get(data_start..).unwrap_or(&[]);
+        let available = data.len() as u64;
+        let mut previous_end = 0u64;
+        for (index, entry) in descriptor.buffers.iter().enumerate() {
+            let offset = entry.offset;
+            if offset % BUFFER_ALIGNMENT as u64 != 0 {
+                return Err(DecodeError::BufferMisaligned { index, offset, alignment: BUFFER_ALIGNMENT });
+            }
+            if offset < previous_end {
+                return Err(DecodeError::BufferOverlap { index, offset, previous_end });
+            }
+            // `previous_end <= available <= usize::MAX`, so rounding it up cannot overflow u64.
+            let expected = align_up(previous_end).unwrap_or(u64::MAX);
+            if offset > expected {
+                return Err(DecodeError::BufferGap { index, offset, expected });
+            }
+            let end = offset
+                .checked_add(entry.length)
+                .filter(|&end| end <= available)
+                .ok_or(DecodeError::BufferOutOfBounds { index, offset, length: entry.length, available })?;
+            // In range: `previous_end <= offset <= end <= data.len()`.
+            let gap = data.get(previous_end as usize..offset as usize).unwrap_or(&[]);
+            check_zero(gap, data_start + previous_end as usize)?;
+            previous_end = end;
+        }
+        let file_end = data_start + previous_end as usize;
+        if bytes.len() > file_end {
+            return Err(DecodeError::TrailingBytes { offset: file_end, count: bytes.len() - file_end });
+        }
+        if bytes.len() < file_end {
+            // Only reachable with no buffers and a file that stops inside the padding,
+            // which `padding` above already caught; kept for totality.
+            return Err(DecodeError::Truncated {
+                offset: bytes.len(),
+                needed: file_end - bytes.len(),
+                available: 0,
+            });
+        }
+        Ok(Self { descriptor, bytes, data_start })
+    }
+
+    /// The decoded descriptor.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    /// The whole input.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Offset of the data section (the first buffer) in the input.
+    pub fn data_start(&self) -> usize {
+        self.data_start
+    }
+
+    /// The number of buffers in the table.
+    pub fn buffer_count(&self) -> usize {
+        self.descriptor.buffers.len()
+    }
+
+    /// The byte range of buffer `index` in the input, or `None` past the table.
+    pub fn buffer_range(&self, index: usize) -> Option<Range<usize>> {
+        let entry = self.descriptor.buffers.get(index)?;
+        // Decoding proved `offset + length <= data.len()`, so these fit in usize.
+        let start = self.data_start + entry.offset as usize;
+        Some(start..start + entry.length as usize)
+    }
+
+    /// The bytes of buffer `index`, borrowed from the input, or `None` past the table.
+    pub fn buffer(&self, index: usize) -> Option<&'a [u8]> {
+        self.bytes.get(self.buffer_range(index)?)
+    }
+}
+
+fn check_zero(bytes: &[u8], offset: usize) -> Result<(), DecodeError> {
+    match bytes.iter().position(|&b| b != 0) {
+        Some(i) => Err(DecodeError::NonZeroPadding { offset: offset + i }),
+        None => Ok(()),
+    }
+}
+
+/// The descriptor with its buffer table laid out for `buffers`, and the sizes
+/// that follow from it.
+struct Plan {
+    descriptor: Descriptor,
+    descriptor_len: usize,
+    data_start: usize,
+    total_len: usize,
+}
+
+fn plan(descriptor: &Descriptor, buffers: &[&[u8]]) -> Result<Plan, EncodeError> {
+    if descriptor.layout != LayoutTag::CSF {
+        return Err(EncodeError::UnsupportedLayout(descriptor.layout));
+    }
+    if descriptor.buffers.len() != buffers.len() {
+        return Err(EncodeError::BufferCountMismatch {
+            table: descriptor.buffers.len(),
+            given: buffers.len(),
+        });
+    }
+    let mut planned = *descriptor;
+    let mut end = 0u64;
+    for (entry, bytes) in planned.buffers.as_mut_slice().iter_mut().zip(buffers) {
+        entry.offset = align_up(end).ok_or(EncodeError::TooLarge)?;
+        entry.length = bytes.len() as u64;
+        end = entry.offset.checked_add(entry.length).ok_or(EncodeError::TooLarge)?;
+    }
+    let descriptor_len = postcard::serialize_with_flavor(&planned, postcard::ser_flavors::Size::default())
+        .map_err(|_| EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN })?;
+    if descriptor_len > MAX_DESCRIPTOR_LEN {
+        return Err(EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN });
+    }
+    let data_start = (HEADER_LEN + descriptor_len).next_multiple_of(BUFFER_ALIGNMENT);
+    let total_len =
+        usize::try_from(end).ok().and_then(|end| end.checked_add(data_start)).ok_or(EncodeError::TooLarge)?;
+    Ok(Plan { descriptor: planned, descriptor_len, data_start, total_len })
+}
+
+/// The byte length of the container that [`encode_to_slice`] would write.
+///
+/// # Errors
+/// As [`encode_to_slice`], except [`EncodeError::OutputTooSmall`].
+pub fn encoded_len(descriptor: &Descriptor, buffers: &[&[u8]]) -> Result<usize, EncodeError> {
+    Ok(plan(descriptor, buffers)?.total_len)
+}
+
+/// Writes a container into `out` without allocating and returns its length.
+///
+/// The buffer table's `offset` and `length` fields are computed here from
+/// `buffers` (the canonical layout); only its `device_tag`s are taken from
+/// `descriptor`. The same descriptor and buffers always give the same bytes.
+///
+/// # Errors
+/// [`EncodeError::BufferCountMismatch`] when the table and `buffers` differ in
+/// length, [`EncodeError::UnsupportedLayout`] for a non-CSF descriptor,
+/// [`EncodeError::OutputTooSmall`] when `out` is short.
+pub fn encode_to_slice(
+    descriptor: &Descriptor,
+    buffers: &[&[u8]],
+    out: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let plan = plan(descriptor, buffers)?;
+    let available = out.len();
+    let out = out
+        .get_mut(..plan.total_len)
+        .ok_or(EncodeError::OutputTooSmall { needed: plan.total_len, available })?;
+    out.fill(0);
+    let (head, data) = out.split_at_mut(plan.data_start);
+    write_head(&plan, head)?;
+    for (entry, bytes) in plan.descriptor.buffers.iter().zip(buffers) {
+        let start = entry.offset as usize;
+        if let Some(dst) = data.get_mut(start..start + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+    }
+    Ok(plan.total_len)
+}
+
+/// Writes header, descriptor and padding into `head` (exactly `data_start` bytes, zeroed).
+fn write_head(plan: &Plan, head: &mut [u8]) -> Result<(), EncodeError> {
+    let too_small = EncodeError::OutputTooSmall { needed: plan.data_start, available: head.len() };
+    let (header, rest) = head.split_at_mut_checked(HEADER_LEN).ok_or(too_small)?;
+    let mut fixed = [0u8; HEADER_LEN];
+    for (dst, src) in fixed.iter_mut().zip(
+        MAGIC
+            .iter()
+            .chain(&FORMAT_VERSION.to_le_bytes())
+            .chain(&[0, 0]) // reserved
+            .chain(&(plan.descriptor_len as u32).to_le_bytes()),
+    ) {
+        *dst = *src;
+    }
+    header.copy_from_slice(&fixed);
+    let written = postcard::to_slice(&plan.descriptor, rest)
+        .map_err(|_| EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN })?;
+    debug_assert_eq!(written.len(), plan.descriptor_len);
+    Ok(())
+}
+
+/// Encodes a container into a new `Vec`. See [`encode_to_slice`].
+///
+/// # Errors
+/// As [`encode_to_slice`].
+#[cfg(feature = "alloc")]
+pub fn encode_to_vec(descriptor: &Descriptor, buffers: &[&[u8]]) -> Result<alloc::vec::Vec<u8>, EncodeError> {
+    let mut out = alloc::vec![0u8; encoded_len(descriptor, buffers)?];
+    encode_to_slice(descriptor, buffers, &mut out)?;
+    Ok(out)
+}
+
+/// Streams a container into `writer`, buffer by buffer, without building it in
+/// memory, and returns the number of bytes written. See [`encode_to_slice`].
+///
+/// # Errors
+/// As [`encode_to_slice`], and [`EncodeError::Io`] when a write fails.
+#[cfg(feature = "std")]
+pub fn encode_to_writer<W: std::io::Write>(
+    descriptor: &Descriptor,
+    buffers: &[&[u8]],
+    mut writer: W,
+) -> Result<u64, EncodeError> {
+    let plan = plan(descriptor, buffers)?;
+    let mut head = alloc::vec![0u8; plan.data_start];
+    write_head(&plan, &mut head)?;
+    writer.write_all(&head)?;
+    let mut end = 0u64;
+    for (entry, bytes) in plan.descriptor.buffers.iter().zip(buffers) {
+        let pad = (entry.offset - end) as usize;
+        writer.write_all(ZEROS.get(..pad).unwrap_or(&[]))?;
+        writer.write_all(bytes)?;
+        end = entry.offset + entry.length;
+    }
+    writer.flush()?;
+    Ok(plan.total_len as u64)
+}

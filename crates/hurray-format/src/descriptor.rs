@@ -1,0 +1,284 @@
+//! The tensor descriptor: what the buffers hold and how to read them.
+//!
+//! The field order here *is* the wire order (see `docs/format.md`, "The
+//! descriptor"); `Serialize` writes it with postcard, and [`crate::wire`]
+//! reads it back without an allocator.
+
+use core::fmt;
+
+use serde::ser::{SerializeStruct, Serializer};
+
+use crate::element::ElementType;
+use crate::fixed::FixedVec;
+use crate::layout::LayoutTag;
+use crate::limits::{MAX_BUFFERS, MAX_RANK};
+
+/// The extent of each logical dimension, outermost first.
+pub type Shape = FixedVec<u64, MAX_RANK>;
+/// `mode_order[L]` is the logical dimension stored at tree level `L`.
+pub type ModeOrder = FixedVec<u32, MAX_RANK>;
+/// The buffer table, in buffer-index order.
+pub type BufferTable = FixedVec<BufferEntry, MAX_BUFFERS>;
+
+/// Where a buffer's bytes live (buffer protocol). A file always holds host
+/// bytes; the tag records where the writer kept the buffer, so that a loader
+/// can place it again, and lets validation check that related buffers agree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceTag(pub u8);
+
+impl DeviceTag {
+    /// Host (CPU) memory. The default.
+    pub const HOST: Self = Self(0);
+    /// CUDA device memory.
+    pub const CUDA: Self = Self(1);
+    /// ROCm/HIP device memory.
+    pub const ROCM: Self = Self(2);
+    /// Apple Metal buffer.
+    pub const METAL: Self = Self(3);
+    /// Vulkan buffer.
+    pub const VULKAN: Self = Self(4);
+}
+
+impl serde::Serialize for DeviceTag {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.0)
+    }
+}
+
+/// One row of the buffer table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct BufferEntry {
+    /// Offset of the buffer's first byte from the start of the data section.
+    pub offset: u64,
+    /// Length of the buffer in bytes.
+    pub length: u64,
+    /// Where the writer kept the buffer.
+    pub device_tag: DeviceTag,
+}
+
+/// The descriptor's flag word. Each flag says that an optional section is present.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Flags(pub u32);
+
+impl Flags {
+    /// The statistics section is present.
+    pub const HAS_STATISTICS: u32 = 1 << 0;
+    /// The quantization section is present; its parameter buffers follow the layout's buffers.
+    pub const HAS_QUANTIZATION: u32 = 1 << 1;
+    /// The tensor is one shard of a larger tensor; the shard section is present.
+    pub const IS_SHARD: u32 = 1 << 2;
+    /// Every bit this version assigns. Any other bit is an error.
+    pub const KNOWN: u32 = Self::HAS_STATISTICS | Self::HAS_QUANTIZATION | Self::IS_SHARD;
+
+    /// Whether every bit of `mask` is set.
+    pub const fn contains(self, mask: u32) -> bool {
+        self.0 & mask == mask
+    }
+}
+
+impl fmt::Debug for Flags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Flags({:#x})", self.0)
+    }
+}
+
+/// The statistics section.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Statistics {
+    /// Number of stored values; for CSF it must equal the descriptor's `nnz`.
+    pub nnz: u64,
+    /// `1 - nnz / total_elements` (a SHOULD of the CSF spec).
+    pub sparsity_ratio: f64,
+    /// Smallest stored value, as `f64`, when the writer recorded it.
+    pub min: Option<f64>,
+    /// Largest stored value, as `f64`, when the writer recorded it.
+    pub max: Option<f64>,
+}
+
+/// Bitwise equality, so that a NaN statistic still equals itself after a round trip.
+impl PartialEq for Statistics {
+    fn eq(&self, other: &Self) -> bool {
+        let bits = |v: Option<f64>| v.map(f64::to_bits);
+        self.nnz == other.nnz
+            && self.sparsity_ratio.to_bits() == other.sparsity_ratio.to_bits()
+            && bits(self.min) == bits(other.min)
+            && bits(self.max) == bits(other.max)
+    }
+}
+
+/// A quantization scheme decorating the values buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QuantScheme {
+    /// One scale (and zero point) for the whole tensor.
+    PerTensor = 0,
+    /// One scale (and zero point) per index of a logical axis.
+    PerChannel = 1,
+    /// One scale per block of consecutive leaves.
+    PerBlock = 2,
+    /// NF4 codes with one absmax per block.
+    Nf4 = 3,
+    /// OCP Microscaling: one E8M0 scale per block of 32 leaves.
+    Mxfp = 4,
+}
+
+impl QuantScheme {
+    /// The scheme for a wire code.
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0 => Self::PerTensor,
+            1 => Self::PerChannel,
+            2 => Self::PerBlock,
+            3 => Self::Nf4,
+            4 => Self::Mxfp,
+            _ => return None,
+        })
+    }
+}
+
+impl serde::Serialize for QuantScheme {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(*self as u8)
+    }
+}
+
+/// The quantization section: which scheme, and the shape of its parameters.
+/// The parameter buffers themselves follow the layout's buffers in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Quantization {
+    /// The scheme.
+    pub scheme: QuantScheme,
+    /// The logical axis of a per-channel scheme (0 otherwise).
+    pub axis: u32,
+    /// Leaves per block for block schemes (0 otherwise).
+    pub block_size: u64,
+    /// Element type of the scales.
+    pub scale_type: ElementType,
+    /// Element type of the zero points, when the scheme has them.
+    pub zero_point_type: Option<ElementType>,
+}
+
+/// The shard section. CSF forbids it; it is decoded only so that it can be rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ShardDescriptor {
+    /// This shard's index.
+    pub shard_index: u64,
+    /// How many shards make up the tensor.
+    pub shard_count: u64,
+    /// The shard's offset in the full tensor, per logical dimension.
+    pub shard_offset: FixedVec<u64, MAX_RANK>,
+}
+
+/// A tensor descriptor, decoded without allocation.
+///
+/// The flag word is not a field: it is derived from which optional sections are
+/// present, so the two cannot disagree in memory (the decoder rejects files
+/// where they do).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Descriptor {
+    /// The layout; always [`LayoutTag::CSF`] for a decoded descriptor.
+    pub layout: LayoutTag,
+    /// The element type of the values buffer.
+    pub element_type: ElementType,
+    /// The logical shape; its length is the rank.
+    pub shape: Shape,
+    /// The common header's `byte_offset`; CSF requires 0.
+    pub byte_offset: u64,
+    /// Number of stored values (leaves).
+    pub nnz: u64,
+    /// The CSF mode order.
+    pub mode_order: ModeOrder,
+    /// The buffer table.
+    pub buffers: BufferTable,
+    /// The statistics section, present iff [`Flags::HAS_STATISTICS`].
+    pub statistics: Option<Statistics>,
+    /// The quantization section, present iff [`Flags::HAS_QUANTIZATION`].
+    pub quantization: Option<Quantization>,
+    /// The shard section, present iff [`Flags::IS_SHARD`].
+    pub shard: Option<ShardDescriptor>,
+}
+
+impl Descriptor {
+    /// A CSF descriptor with no buffers and no optional sections.
+    ///
+    /// Returns `None` when `shape` or `mode_order` has more than [`MAX_RANK`] entries.
+    pub fn csf(element_type: ElementType, shape: &[u64], mode_order: &[u32], nnz: u64) -> Option<Self> {
+        Some(Self {
+            layout: LayoutTag::CSF,
+            element_type,
+            shape: Shape::from_slice(shape).ok()?,
+            byte_offset: 0,
+            nnz,
+            mode_order: ModeOrder::from_slice(mode_order).ok()?,
+            buffers: BufferTable::new(),
+            statistics: None,
+            quantization: None,
+            shard: None,
+        })
+    }
+
+    /// The rank: the number of logical dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The flag word implied by the optional sections.
+    pub fn flags(&self) -> Flags {
+        let mut bits = 0;
+        if self.statistics.is_some() {
+            bits |= Flags::HAS_STATISTICS;
+        }
+        if self.quantization.is_some() {
+            bits |= Flags::HAS_QUANTIZATION;
+        }
+        if self.shard.is_some() {
+            bits |= Flags::IS_SHARD;
+        }
+        Flags(bits)
+    }
+
+    /// The product of the shape's extents, or `None` when it overflows `u64`.
+    pub fn total_elements(&self) -> Option<u64> {
+        self.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    }
+}
+
+impl serde::Serialize for Descriptor {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Descriptor", 11)?;
+        st.serialize_field("layout", &self.layout)?;
+        st.serialize_field("element_type", &self.element_type)?;
+        st.serialize_field("shape", &self.shape)?;
+        st.serialize_field("flags", &self.flags().0)?;
+        st.serialize_field("byte_offset", &self.byte_offset)?;
+        st.serialize_field("nnz", &self.nnz)?;
+        st.serialize_field("mode_order", &self.mode_order)?;
+        st.serialize_field("buffers", &self.buffers)?;
+        st.serialize_field("statistics", &self.statistics)?;
+        st.serialize_field("quantization", &self.quantization)?;
+        st.serialize_field("shard", &self.shard)?;
+        st.end()
+    }
+}
+
+/// Buffer indices of the CSF layout (spec § Buffer Table): values first, then
+/// `pos_L`, `crd_L` for each level, then quantization parameters.
+pub mod csf {
+    /// Buffer index of `values`.
+    pub const VALUES_BUFFER: usize = 0;
+
+    /// Buffer index of `pos_L`.
+    pub const fn pos_buffer(level: usize) -> usize {
+        1 + 2 * level
+    }
+
+    /// Buffer index of `crd_L`.
+    pub const fn crd_buffer(level: usize) -> usize {
+        2 + 2 * level
+    }
+
+    /// The layout's own buffer count, `2 * rank + 1`; quantization-parameter
+    /// buffers start at this index.
+    pub const fn buffer_count(rank: usize) -> usize {
+        2 * rank + 1
+    }
+}

@@ -1,0 +1,235 @@
+//! Decoding and encoding errors. Every decoding error says where: the byte
+//! offset in the input, and for buffers the buffer index.
+
+use crate::layout::LayoutTag;
+
+/// Why a byte string is not a Hurray CSF container. Offsets are from the start of the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The input ends inside a field.
+    #[error("truncated at byte {offset}: {needed} bytes needed, {available} available")]
+    Truncated {
+        /// Where the field starts.
+        offset: usize,
+        /// Bytes the field needs.
+        needed: usize,
+        /// Bytes left in the region being read.
+        available: usize,
+    },
+    /// The first eight bytes are not the Hurray magic.
+    #[error("byte 0: bad magic, not a Hurray file")]
+    BadMagic,
+    /// The header names a format version this reader does not read.
+    #[error("byte 8: format version {found} is not supported (this reader reads version {supported})")]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u16,
+        /// The version this reader reads.
+        supported: u16,
+    },
+    /// The reserved header field is not zero.
+    #[error("byte 10: reserved header field is {found:#06x}, must be 0")]
+    ReservedHeaderBits {
+        /// The value found.
+        found: u16,
+    },
+    /// The descriptor length exceeds [`crate::limits::MAX_DESCRIPTOR_LEN`].
+    #[error("byte 12: descriptor length {len} exceeds the limit of {max} bytes")]
+    DescriptorTooLong {
+        /// The declared length.
+        len: u32,
+        /// The limit.
+        max: usize,
+    },
+    /// A varint does not fit the integer it encodes.
+    #[error("byte {offset}: varint overflows a {bits}-bit integer")]
+    VarintOverflow {
+        /// Where the varint starts.
+        offset: usize,
+        /// Width of the integer.
+        bits: u8,
+    },
+    /// A varint is not in its shortest form (it ends in a zero continuation byte).
+    #[error("byte {offset}: varint is not in its shortest form")]
+    NonCanonicalVarint {
+        /// Where the varint starts.
+        offset: usize,
+    },
+    /// An option tag is neither 0 (absent) nor 1 (present).
+    #[error("byte {offset}: option tag of {field} is {found}, must be 0 or 1")]
+    BadOptionTag {
+        /// Where the tag is.
+        offset: usize,
+        /// The field.
+        field: &'static str,
+        /// The tag found.
+        found: u8,
+    },
+    /// The layout tag is not one of the family's.
+    #[error("byte {offset}: unknown layout tag 0x{tag:02x}")]
+    UnknownLayout {
+        /// Where the tag is.
+        offset: usize,
+        /// The tag.
+        tag: u8,
+    },
+    /// The layout is one of the family's, but not CSF.
+    #[error("byte {offset}: layout {layout} is not supported by this reader (CSF only)")]
+    UnsupportedLayout {
+        /// Where the tag is.
+        offset: usize,
+        /// The layout.
+        layout: LayoutTag,
+    },
+    /// The element-type code is not assigned.
+    #[error("byte {offset}: unknown element type 0x{code:02x} in {field}")]
+    UnknownElementType {
+        /// Where the code is.
+        offset: usize,
+        /// The field.
+        field: &'static str,
+        /// The code.
+        code: u8,
+    },
+    /// The flag word has bits this version does not assign.
+    #[error("byte {offset}: unknown flag bits {bits:#x}")]
+    UnknownFlags {
+        /// Where the flag word starts.
+        offset: usize,
+        /// The unknown bits.
+        bits: u32,
+    },
+    /// A flag and the presence of its section disagree.
+    #[error("byte {offset}: flag {flag} is {flag_set} but the section is {}", if *.flag_set { "absent" } else { "present" })]
+    FlagMismatch {
+        /// Where the section's option tag is.
+        offset: usize,
+        /// The flag's name.
+        flag: &'static str,
+        /// Whether the flag is set.
+        flag_set: bool,
+    },
+    /// The quantization scheme code is not assigned.
+    #[error("byte {offset}: unknown quantization scheme {code}")]
+    UnknownQuantScheme {
+        /// Where the code is.
+        offset: usize,
+        /// The code.
+        code: u8,
+    },
+    /// A list is longer than its cap (rank, buffer count, ...).
+    #[error("byte {offset}: {field} has {len} entries, more than the limit of {max}")]
+    TooLong {
+        /// Where the length prefix starts.
+        offset: usize,
+        /// The field.
+        field: &'static str,
+        /// The declared length.
+        len: u64,
+        /// The cap.
+        max: usize,
+    },
+    /// The descriptor ends before its declared length.
+    #[error("byte {offset}: {count} unread bytes at the end of the descriptor")]
+    DescriptorTrailingBytes {
+        /// Where the unread bytes start.
+        offset: usize,
+        /// How many.
+        count: usize,
+    },
+    /// A padding byte is not zero.
+    #[error("byte {offset}: padding byte is not zero")]
+    NonZeroPadding {
+        /// The byte's offset.
+        offset: usize,
+    },
+    /// A buffer does not start on a [`crate::limits::BUFFER_ALIGNMENT`] boundary.
+    #[error("buffer {index}: offset {offset} is not a multiple of {alignment}")]
+    BufferMisaligned {
+        /// The buffer index.
+        index: usize,
+        /// Its offset in the data section.
+        offset: u64,
+        /// The required alignment.
+        alignment: usize,
+    },
+    /// A buffer starts before the end of the previous one.
+    #[error("buffer {index}: offset {offset} overlaps the previous buffer, which ends at {previous_end}")]
+    BufferOverlap {
+        /// The buffer index.
+        index: usize,
+        /// Its offset in the data section.
+        offset: u64,
+        /// Where the previous buffer ends.
+        previous_end: u64,
+    },
+    /// A buffer leaves a hole after the previous one (more than the alignment padding).
+    #[error("buffer {index}: offset {offset} leaves a gap, expected {expected}")]
+    BufferGap {
+        /// The buffer index.
+        index: usize,
+        /// Its offset in the data section.
+        offset: u64,
+        /// Where the canonical layout puts it.
+        expected: u64,
+    },
+    /// A buffer extends past the end of the input.
+    #[error("buffer {index}: bytes {offset}..{offset}+{length} of the data section lie outside the {available} bytes present")]
+    BufferOutOfBounds {
+        /// The buffer index.
+        index: usize,
+        /// Its offset in the data section.
+        offset: u64,
+        /// Its length.
+        length: u64,
+        /// Bytes in the data section.
+        available: u64,
+    },
+    /// Bytes follow the last buffer.
+    #[error("byte {offset}: {count} trailing bytes after the last buffer")]
+    TrailingBytes {
+        /// Where the trailing bytes start.
+        offset: usize,
+        /// How many.
+        count: usize,
+    },
+}
+
+/// Why a descriptor and buffers could not be encoded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The descriptor's buffer table and the buffers given differ in length.
+    #[error("the buffer table lists {table} buffers but {given} were given")]
+    BufferCountMismatch {
+        /// Rows in the table.
+        table: usize,
+        /// Buffers passed.
+        given: usize,
+    },
+    /// The layout is not CSF, which is all this crate writes.
+    #[error("layout {0} cannot be written by this crate (CSF only)")]
+    UnsupportedLayout(LayoutTag),
+    /// The encoded descriptor would exceed [`crate::limits::MAX_DESCRIPTOR_LEN`].
+    #[error("the encoded descriptor exceeds {max} bytes")]
+    DescriptorTooLong {
+        /// The limit.
+        max: usize,
+    },
+    /// The output slice is too small.
+    #[error("output buffer holds {available} bytes, {needed} needed")]
+    OutputTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// The container would be larger than this platform can address.
+    #[error("the container is larger than this platform can address")]
+    TooLarge,
+    /// Writing failed.
+    #[cfg(feature = "std")]
+    #[error("write failed: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,223 @@
+//! Reading the descriptor's postcard encoding without an allocator.
+//!
+//! The descriptor is written by postcard's serializer (`Descriptor: Serialize`);
+//! this reader follows the same wire format (varints, option tags, length-prefixed
+//! sequences; see `docs/format.md`) field by field, so that every error carries
+//! the exact byte offset and every length is checked against its cap before
+//! anything is read. It is stricter than postcard in one way: varints must be
+//! in their shortest form, so that a decoded file re-encodes to the same bytes.
+//! A test checks that postcard's own deserializer agrees with this reader.
+
+use crate::descriptor::{
+    BufferEntry, BufferTable, Descriptor, DeviceTag, Flags, ModeOrder, QuantScheme, Quantization, Shape,
+    ShardDescriptor, Statistics,
+};
+use crate::element::ElementType;
+use crate::error::DecodeError;
+use crate::fixed::FixedVec;
+use crate::layout::LayoutTag;
+use crate::limits::{MAX_BUFFERS, MAX_RANK};
+
+/// A cursor over the descriptor bytes; `base` is their offset in the input.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    base: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let available = self.bytes.len() - self.pos.min(self.bytes.len());
+        let out = self
+            .pos
+            .checked_add(n)
+            .and_then(|end| self.bytes.get(self.pos..end))
+            .ok_or(DecodeError::Truncated { offset: self.offset(), needed: n, available })?;
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        let bytes = self.take(1)?;
+        Ok(bytes.first().copied().unwrap_or(0))
+    }
+
+    /// An unsigned LEB128 varint of an integer `bits` wide (32 or 64).
+    fn varint(&mut self, bits: u8) -> Result<u64, DecodeError> {
+        let start = self.offset();
+        let max_bytes = u32::from(bits).div_ceil(7);
+        let last_byte_bits = u32::from(bits) - 7 * (max_bytes - 1);
+        let mut value = 0u64;
+        for i in 0..max_bytes {
+            let byte = self.u8()?;
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                if i + 1 == max_bytes && u32::from(byte) >> last_byte_bits != 0 {
+                    return Err(DecodeError::VarintOverflow { offset: start, bits });
+                }
+                if i > 0 && byte == 0 {
+                    return Err(DecodeError::NonCanonicalVarint { offset: start });
+                }
+                return Ok(value);
+            }
+        }
+        Err(DecodeError::VarintOverflow { offset: start, bits })
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(self.varint(32)? as u32)
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.varint(64)
+    }
+
+    fn f64(&mut self) -> Result<f64, DecodeError> {
+        let bytes = self.take(8)?;
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(bytes);
+        Ok(f64::from_le_bytes(raw))
+    }
+
+    fn option(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        let offset = self.offset();
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            found => Err(DecodeError::BadOptionTag { offset, field, found }),
+        }
+    }
+
+    /// A sequence length prefix, checked against `max` before any element is read.
+    fn seq_len(&mut self, field: &'static str, max: usize) -> Result<usize, DecodeError> {
+        let offset = self.offset();
+        let len = self.u64()?;
+        match usize::try_from(len) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(DecodeError::TooLong { offset, field, len, max }),
+        }
+    }
+
+    fn element_type(&mut self, field: &'static str) -> Result<ElementType, DecodeError> {
+        let offset = self.offset();
+        let code = self.u8()?;
+        ElementType::from_code(code).ok_or(DecodeError::UnknownElementType { offset, field, code })
+    }
+
+    fn list<T: Copy + Default, const N: usize>(
+        &mut self,
+        field: &'static str,
+        mut item: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<FixedVec<T, N>, DecodeError> {
+        let offset = self.offset();
+        let len = self.seq_len(field, N)?;
+        let mut list = FixedVec::new();
+        for _ in 0..len {
+            let value = item(self)?;
+            // Unreachable: `len <= N` was checked above.
+            list.push(value).map_err(|_| DecodeError::TooLong { offset, field, len: len as u64, max: N })?;
+        }
+        Ok(list)
+    }
+
+    /// An optional section whose presence must agree with its flag.
+    fn section<T>(
+        &mut self,
+        flags: Flags,
+        flag: u32,
+        name: &'static str,
+        body: impl FnOnce(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Option<T>, DecodeError> {
+        let offset = self.offset();
+        let present = self.option(name)?;
+        let flag_set = flags.contains(flag);
+        if present != flag_set {
+            return Err(DecodeError::FlagMismatch { offset, flag: name, flag_set });
+        }
+        if present {
+            body(self).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// Decodes a descriptor occupying exactly `bytes`, which start at `base` in the input.
+pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Descriptor, DecodeError> {
+    let mut r = Reader { bytes, pos: 0, base };
+
+    let layout_offset = r.offset();
+    let layout = LayoutTag(r.u8()?);
+    if layout != LayoutTag::CSF {
+        return Err(if layout.is_known() {
+            DecodeError::UnsupportedLayout { offset: layout_offset, layout }
+        } else {
+            DecodeError::UnknownLayout { offset: layout_offset, tag: layout.0 }
+        });
+    }
+    let element_type = r.element_type("element_type")?;
+    let shape: Shape = r.list("shape", Reader::u64)?;
+    let flags_offset = r.offset();
+    let flags = Flags(r.u32()?);
+    if flags.0 & !Flags::KNOWN != 0 {
+        return Err(DecodeError::UnknownFlags { offset: flags_offset, bits: flags.0 & !Flags::KNOWN });
+    }
+    let byte_offset = r.u64()?;
+    let nnz = r.u64()?;
+    let mode_order: ModeOrder = r.list("mode_order", Reader::u32)?;
+    let buffers: BufferTable = r.list("buffers", |r| {
+        Ok(BufferEntry { offset: r.u64()?, length: r.u64()?, device_tag: DeviceTag(r.u8()?) })
+    })?;
+    let statistics = r.section(flags, Flags::HAS_STATISTICS, "statistics", |r| {
+        Ok(Statistics {
+            nnz: r.u64()?,
+            sparsity_ratio: r.f64()?,
+            min: if r.option("statistics.min")? { Some(r.f64()?) } else { None },
+            max: if r.option("statistics.max")? { Some(r.f64()?) } else { None },
+        })
+    })?;
+    let quantization = r.section(flags, Flags::HAS_QUANTIZATION, "quantization", |r| {
+        let offset = r.offset();
+        let code = r.u8()?;
+        let scheme = QuantScheme::from_code(code).ok_or(DecodeError::UnknownQuantScheme { offset, code })?;
+        Ok(Quantization {
+            scheme,
+            axis: r.u32()?,
+            block_size: r.u64()?,
+            scale_type: r.element_type("quantization.scale_type")?,
+            zero_point_type: if r.option("quantization.zero_point_type")? {
+                Some(r.element_type("quantization.zero_point_type")?)
+            } else {
+                None
+            },
+        })
+    })?;
+    let shard = r.section(flags, Flags::IS_SHARD, "shard", |r| {
+        Ok(ShardDescriptor {
+            shard_index: r.u64()?,
+            shard_count: r.u64()?,
+            shard_offset: r.list::<u64, MAX_RANK>("shard.shard_offset", Reader::u64)?,
+        })
+    })?;
+
+    if r.pos != bytes.len() {
+        return Err(DecodeError::DescriptorTrailingBytes { offset: r.offset(), count: bytes.len() - r.pos });
+    }
+    debug_assert!(buffers.len() <= MAX_BUFFERS);
+    Ok(Descriptor {
+        layout,
+        element_type,
+        shape,
+        byte_offset,
+        nnz,
+        mode_order,
+        buffers,
+        statistics,
+        quantization,
+        shard,
+    })
+}
