@@ -1,2 +1,26 @@
 #![doc = include_str!("../README.md")]
-#![no_std]
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod iter;
+mod lookup;
+#[cfg(feature = "alloc")]
+mod owned;
+pub mod scalar;
+mod values;
+mod view;
+
+pub use hurray_format;
+pub use iter::{Cursor, Entries};
+pub use lookup::LookupError;
+#[cfg(feature = "alloc")]
+pub use owned::{Coo, CooOrder, DenseError, OwnedCsf};
+pub use values::{Element, Typed, Value, Values};
+pub use view::{CsfView, Fiber, Level, ViewError};

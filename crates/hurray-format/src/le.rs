@@ -14,9 +14,26 @@ pub struct U64Array<'a> {
 }
 
 impl<'a> U64Array<'a> {
+    /// The empty array.
+    pub const EMPTY: U64Array<'static> = U64Array { bytes: &[] };
+
     /// The array over `bytes`, or `None` when their length is not a multiple of 8.
     pub fn new(bytes: &'a [u8]) -> Option<Self> {
         (bytes.len() % 8 == 0).then_some(Self { bytes })
+    }
+
+    /// The array over words that already hold little-endian representations
+    /// (`x.to_le()`), e.g. an owned array kept in file byte order. Always
+    /// zero-copy, on any machine.
+    pub fn from_le_words(words: &'a [u64]) -> Self {
+        Self { bytes: bytemuck::cast_slice(words) }
+    }
+
+    /// The array over native `u64`s (as little-endian bytes on little-endian
+    /// machines). On a big-endian machine the bytes would be read back swapped,
+    /// so there this returns `None`: build the array from LE bytes instead.
+    pub fn from_native(values: &'a [u64]) -> Option<Self> {
+        cfg!(target_endian = "little").then(|| Self { bytes: bytemuck::cast_slice(values) })
     }
 
     /// The array over the whole 8-byte words of `bytes`, ignoring a partial tail.

@@ -1,0 +1,264 @@
+//! Owned tensors and conversions that allocate (feature `alloc`).
+
+use alloc::vec::Vec;
+
+use hurray_format::le::U64Array;
+use hurray_format::{BufferEntry, Descriptor, ElementType, EncodeError, ModeOrder, Shape};
+
+use crate::values::{Element, Value};
+use crate::view::{CsfView, Level, ViewError};
+
+/// A CSF tensor that owns its arrays and lends a [`CsfView`].
+///
+/// `pos`/`crd` are kept in file byte order (little-endian words), so the view
+/// and the encoder borrow them without conversion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnedCsf {
+    element_type: ElementType,
+    shape: Vec<u64>,
+    mode_order: Vec<u32>,
+    nnz: u64,
+    /// `(pos_L, crd_L)` per level, as little-endian words.
+    levels: Vec<(Vec<u64>, Vec<u64>)>,
+    values: Vec<u8>,
+}
+
+impl OwnedCsf {
+    /// A tensor from its arrays: `levels[L] = (pos_L, crd_L)` as ordinary
+    /// `u64`s, `values` packed as `element_type` prescribes.
+    ///
+    /// # Errors
+    /// The structural [`ViewError`]s of [`CsfView::from_parts`]. The storage
+    /// invariants are not checked here (that is `csf-validate`'s job).
+    pub fn new(
+        element_type: ElementType,
+        shape: Vec<u64>,
+        mode_order: Vec<u32>,
+        nnz: u64,
+        levels: Vec<(Vec<u64>, Vec<u64>)>,
+        values: Vec<u8>,
+    ) -> Result<Self, ViewError> {
+        let to_le = |mut v: Vec<u64>| {
+            if cfg!(target_endian = "big") {
+                v.iter_mut().for_each(|x| *x = x.to_le());
+            }
+            v
+        };
+        let levels = levels.into_iter().map(|(p, c)| (to_le(p), to_le(c))).collect();
+        let owned = Self { element_type, shape, mode_order, nnz, levels, values };
+        owned.try_view()?;
+        Ok(owned)
+    }
+
+    /// A copy of a view's arrays.
+    pub fn from_view(view: &CsfView<'_>) -> Self {
+        let words = |a: U64Array<'_>| a.iter().map(u64::to_le).collect::<Vec<_>>();
+        Self {
+            element_type: view.element_type(),
+            shape: view.shape().to_vec(),
+            mode_order: view.mode_order().to_vec(),
+            nnz: view.nnz(),
+            levels: view.levels().iter().map(|l| (words(l.pos), words(l.crd))).collect(),
+            values: view.values().as_bytes().to_vec(),
+        }
+    }
+
+    fn try_view(&self) -> Result<CsfView<'_>, ViewError> {
+        let mut levels = [Level::default(); hurray_format::limits::MAX_RANK];
+        for (slot, (pos, crd)) in levels.iter_mut().zip(&self.levels) {
+            *slot = Level { pos: U64Array::from_le_words(pos), crd: U64Array::from_le_words(crd) };
+        }
+        let levels = levels.get(..self.levels.len()).ok_or(ViewError::RankTooLarge { rank: self.levels.len() })?;
+        CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, levels, &self.values)
+    }
+
+    /// The tensor as a borrowed view.
+    pub fn view(&self) -> CsfView<'_> {
+        // `new` and `from_view` only build owned tensors whose view succeeds.
+        self.try_view().unwrap_or_else(|_| CsfView::empty())
+    }
+
+    /// The descriptor for writing this tensor (host buffers, no optional sections).
+    pub fn descriptor(&self) -> Descriptor {
+        // Rank <= 64 was checked at construction, so nothing here truncates.
+        let mut d = Descriptor {
+            shape: Shape::from_slice(&self.shape).unwrap_or_default(),
+            mode_order: ModeOrder::from_slice(&self.mode_order).unwrap_or_default(),
+            ..Descriptor::csf(self.element_type, &[], &[], self.nnz).unwrap_or_else(empty_descriptor)
+        };
+        for _ in 0..hurray_format::csf::buffer_count(self.shape.len()) {
+            let _ = d.buffers.push(BufferEntry::default());
+        }
+        d
+    }
+
+    /// The buffers in table order: values, then `pos_L`, `crd_L` per level.
+    pub fn buffers(&self) -> Vec<&[u8]> {
+        let mut out = Vec::with_capacity(1 + 2 * self.levels.len());
+        out.push(self.values.as_slice());
+        for (pos, crd) in &self.levels {
+            out.push(bytemuck::cast_slice(pos));
+            out.push(bytemuck::cast_slice(crd));
+        }
+        out
+    }
+
+    /// Encodes the tensor as a container with `descriptor` (for example
+    /// [`OwnedCsf::descriptor`] with statistics added).
+    ///
+    /// # Errors
+    /// As [`hurray_format::encode_to_vec`].
+    pub fn encode_with(&self, descriptor: &Descriptor) -> Result<Vec<u8>, EncodeError> {
+        hurray_format::encode_to_vec(descriptor, &self.buffers())
+    }
+
+    /// Encodes the tensor as a container.
+    ///
+    /// # Errors
+    /// As [`hurray_format::encode_to_vec`].
+    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
+        self.encode_with(&self.descriptor())
+    }
+}
+
+/// Never called: `Descriptor::csf` with an empty shape cannot fail.
+#[cold]
+fn empty_descriptor() -> Descriptor {
+    Descriptor {
+        layout: hurray_format::LayoutTag::CSF,
+        element_type: ElementType::U8,
+        shape: Shape::new(),
+        byte_offset: 0,
+        nnz: 0,
+        mode_order: ModeOrder::new(),
+        buffers: hurray_format::BufferTable::new(),
+        statistics: None,
+        quantization: None,
+        shard: None,
+    }
+}
+
+/// Which coordinate order [`CsfView::to_coo`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CooOrder {
+    /// Logical dimensions (`index[d]` for dimension `d`).
+    Logical,
+    /// Storage levels (`c[L]` for level `L`).
+    Storage,
+}
+
+/// A coordinate list: `indices` holds `rank` coordinates per non-zero, row after row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Coo {
+    /// Coordinates per entry.
+    pub rank: usize,
+    /// `len() * rank` coordinates.
+    pub indices: Vec<u64>,
+    /// One value per entry (`None` only on unvalidated data with a short values buffer).
+    pub values: Vec<Option<Value>>,
+}
+
+impl Coo {
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Entry `i`'s coordinates.
+    pub fn index(&self, i: usize) -> Option<&[u64]> {
+        let start = i.checked_mul(self.rank)?;
+        self.indices.get(start..start.checked_add(self.rank)?)
+    }
+}
+
+/// Why a dense array was not made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DenseError {
+    /// The shape holds more elements than the caller's budget.
+    #[error("the dense array would hold {elements} elements, over the budget of {budget}")]
+    OverBudget {
+        /// Elements the shape holds.
+        elements: u64,
+        /// The caller's budget.
+        budget: u64,
+    },
+    /// The product of the shape overflows `u64`.
+    #[error("the shape's element count overflows u64")]
+    Overflow,
+    /// The value type is not the tensor's element type.
+    #[error("element type {0} does not match the requested type")]
+    TypeMismatch(ElementType),
+}
+
+impl CsfView<'_> {
+    /// The non-zeros as a coordinate list, in leaf order. Its size is
+    /// proportional to the entries actually stored, never to a length field.
+    pub fn to_coo(&self, order: CooOrder) -> Coo {
+        let mut coo = Coo { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
+        let values = self.values();
+        let mut push = |coords: &[u64], leaf: usize| {
+            coo.indices.extend_from_slice(coords);
+            coo.values.push(values.get(leaf));
+        };
+        match order {
+            CooOrder::Logical => self.for_each(&mut push),
+            CooOrder::Storage => self.for_each_stored(&mut push),
+        }
+        coo
+    }
+
+    /// The tensor as a dense row-major `f64` array, if its shape holds at most
+    /// `budget` elements. The budget is what stops a tiny file that declares a
+    /// huge shape from allocating without limit.
+    ///
+    /// # Errors
+    /// [`DenseError::OverBudget`] or [`DenseError::Overflow`].
+    pub fn to_dense_f64(&self, budget: u64) -> Result<Vec<f64>, DenseError> {
+        let values = self.values();
+        self.to_dense_with(budget, 0.0, |leaf| values.get_f64(leaf))
+    }
+
+    /// The tensor as a dense row-major array of its own element type `T`.
+    ///
+    /// # Errors
+    /// As [`CsfView::to_dense_f64`], and [`DenseError::TypeMismatch`].
+    pub fn to_dense<T: Element + Default>(&self, budget: u64) -> Result<Vec<T>, DenseError> {
+        let typed = self.values().typed::<T>().ok_or(DenseError::TypeMismatch(self.element_type()))?;
+        self.to_dense_with(budget, T::default(), |leaf| typed.get(leaf))
+    }
+
+    fn to_dense_with<T: Copy>(
+        &self,
+        budget: u64,
+        zero: T,
+        value: impl Fn(usize) -> Option<T>,
+    ) -> Result<Vec<T>, DenseError> {
+        let elements = self.shape().iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or(DenseError::Overflow)?;
+        if elements > budget {
+            return Err(DenseError::OverBudget { elements, budget });
+        }
+        let len = usize::try_from(elements).map_err(|_| DenseError::Overflow)?;
+        let mut dense = alloc::vec![zero; len];
+        let shape = self.shape();
+        self.for_each(|index, leaf| {
+            // Row-major offset; entries outside the shape (unvalidated data) are skipped.
+            let mut offset = 0usize;
+            for (&i, &extent) in index.iter().zip(shape) {
+                if i >= extent {
+                    return;
+                }
+                offset = offset * extent as usize + i as usize;
+            }
+            if let (Some(slot), Some(v)) = (dense.get_mut(offset), value(leaf)) {
+                *slot = v;
+            }
+        });
+        Ok(dense)
+    }
+}

@@ -1,0 +1,300 @@
+//! The borrowed CSF tensor (spec § Description, § Mode Ordering, § Buffer Table).
+
+use hurray_format::le::U64Array;
+use hurray_format::limits::MAX_RANK;
+use hurray_format::{csf, Container, ElementType, LayoutTag};
+
+use crate::values::Values;
+
+/// One tree level: its `pos_L` pointer array and `crd_L` coordinate array.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Level<'a> {
+    /// `pos_L`: the children of parent `p` are `crd_L[pos_L[p] .. pos_L[p+1])`.
+    pub pos: U64Array<'a>,
+    /// `crd_L`: one coordinate per node of the level.
+    pub crd: U64Array<'a>,
+}
+
+impl<'a> Level<'a> {
+    /// The nodes stored at this level, `n_L` (the length of `crd_L`).
+    pub fn node_count(&self) -> usize {
+        self.crd.len()
+    }
+
+    /// The node range `[start, end)` of parent `parent`'s children, clamped so
+    /// that it always lies inside `crd_L` (`start <= end <= n_L`). On data that
+    /// breaks the storage invariants this is what keeps every accessor in bounds.
+    #[inline]
+    pub fn children(&self, parent: usize) -> (usize, usize) {
+        let n = self.crd.len();
+        let end = parent.checked_add(1).and_then(|i| self.pos.get(i)).map_or(0, |e| clamp(e, n));
+        let start = self.pos.get(parent).map_or(end, |s| clamp(s, n)).min(end);
+        (start, end)
+    }
+}
+
+#[inline]
+fn clamp(v: u64, n: usize) -> usize {
+    usize::try_from(v).map_or(n, |v| v.min(n))
+}
+
+/// Why buffers cannot be viewed as a CSF tensor at all.
+///
+/// These are the structural checks that memory safety and the accessors'
+/// promises need, made in every mode; the storage invariants are
+/// `csf-validate`'s business.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The descriptor's layout is not CSF.
+    #[error("layout {0} is not CSF")]
+    NotCsf(LayoutTag),
+    /// CSF is defined for rank >= 3 only (spec § Validity Constraints).
+    #[error("rank {rank} is below 3: CSF requires rank >= 3 (use COO, CSR or CSC)")]
+    RankTooSmall {
+        /// The rank.
+        rank: usize,
+    },
+    /// More dimensions than the data model's cap.
+    #[error("rank {rank} exceeds the cap of {max}", max = MAX_RANK)]
+    RankTooLarge {
+        /// The rank.
+        rank: usize,
+    },
+    /// `mode_order` does not have one entry per dimension.
+    #[error("mode_order has {len} entries for rank {rank}")]
+    ModeOrderLength {
+        /// Entries in `mode_order`.
+        len: usize,
+        /// The rank.
+        rank: usize,
+    },
+    /// The buffer table is too short for the rank.
+    #[error("buffer {index} is missing: the table has {count} buffers, rank needs {needed}")]
+    MissingBuffer {
+        /// The first missing buffer index.
+        index: usize,
+        /// Buffers present.
+        count: usize,
+        /// Buffers the rank needs (`2 * rank + 1`).
+        needed: usize,
+    },
+    /// A `pos`/`crd` buffer's length is not a whole number of `u64`s.
+    #[error("buffer {index}: {len} bytes is not a whole number of u64 elements")]
+    NotU64Array {
+        /// The buffer index.
+        index: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+}
+
+/// A CSF tensor borrowed from its buffers: nothing is copied.
+///
+/// Every accessor is total: on data that breaks the storage invariants (which
+/// permissive validation lets through) it returns wrong-but-harmless answers,
+/// never panics, never reads out of bounds, and does bounded work (see the
+/// crate docs).
+#[derive(Clone, Copy, Debug)]
+pub struct CsfView<'a> {
+    rank: usize,
+    nnz: u64,
+    shape: [u64; MAX_RANK],
+    mode_order: [u32; MAX_RANK],
+    levels: [Level<'a>; MAX_RANK],
+    values: Values<'a>,
+}
+
+impl<'a> CsfView<'a> {
+    /// Views the buffers of a decoded container, borrowing them.
+    ///
+    /// # Errors
+    /// A [`ViewError`] when the layout is not CSF, the rank is outside
+    /// `3..=64`, `mode_order` has the wrong length, a buffer is missing, or a
+    /// `pos`/`crd` buffer is not a whole number of `u64`s.
+    pub fn from_container(container: &Container<'a>) -> Result<Self, ViewError> {
+        let d = container.descriptor();
+        if d.layout != LayoutTag::CSF {
+            return Err(ViewError::NotCsf(d.layout));
+        }
+        let rank = d.rank();
+        let needed = csf::buffer_count(rank);
+        let count = container.buffer_count();
+        let buffer = |index: usize| {
+            container.buffer(index).ok_or(ViewError::MissingBuffer { index: count.min(index), count, needed })
+        };
+        let array = |index: usize| {
+            let bytes = buffer(index)?;
+            U64Array::new(bytes).ok_or(ViewError::NotU64Array { index, len: bytes.len() })
+        };
+        check_shape(rank, d.mode_order.len())?;
+        if count < needed {
+            return Err(ViewError::MissingBuffer { index: count, count, needed });
+        }
+        let mut levels = [Level::default(); MAX_RANK];
+        for (level, slot) in levels.iter_mut().enumerate().take(rank) {
+            *slot = Level { pos: array(csf::pos_buffer(level))?, crd: array(csf::crd_buffer(level))? };
+        }
+        let values = Values::new(d.element_type, buffer(csf::VALUES_BUFFER)?);
+        Ok(Self::assemble(&d.shape, &d.mode_order, d.nnz, levels, values))
+    }
+
+    /// Views arrays a caller built or loaded itself. `levels[L]` holds
+    /// `pos_L` and `crd_L` (see [`U64Array::new`] and [`U64Array::from_native`]);
+    /// `values` holds the packed values buffer.
+    ///
+    /// # Errors
+    /// A [`ViewError`] when the rank is outside `3..=64` or `shape`,
+    /// `mode_order` and `levels` differ in length.
+    pub fn from_parts(
+        element_type: ElementType,
+        shape: &[u64],
+        mode_order: &[u32],
+        nnz: u64,
+        levels: &[Level<'a>],
+        values: &'a [u8],
+    ) -> Result<Self, ViewError> {
+        let rank = shape.len();
+        check_shape(rank, mode_order.len())?;
+        if levels.len() != rank {
+            let needed = csf::buffer_count(rank);
+            let count = csf::buffer_count(levels.len());
+            return Err(ViewError::MissingBuffer { index: count.min(needed), count, needed });
+        }
+        let mut stored = [Level::default(); MAX_RANK];
+        for (slot, level) in stored.iter_mut().zip(levels) {
+            *slot = *level;
+        }
+        Ok(Self::assemble(shape, mode_order, nnz, stored, Values::new(element_type, values)))
+    }
+
+    fn assemble(
+        shape: &[u64],
+        mode_order: &[u32],
+        nnz: u64,
+        levels: [Level<'a>; MAX_RANK],
+        values: Values<'a>,
+    ) -> Self {
+        let mut view =
+            Self { rank: shape.len(), nnz, shape: [0; MAX_RANK], mode_order: [0; MAX_RANK], levels, values };
+        for (dst, src) in view.shape.iter_mut().zip(shape) {
+            *dst = *src;
+        }
+        for (dst, src) in view.mode_order.iter_mut().zip(mode_order) {
+            *dst = *src;
+        }
+        view
+    }
+
+    /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in.
+    pub(crate) fn empty() -> CsfView<'static> {
+        CsfView::assemble(&[0, 0, 0], &[0, 1, 2], 0, [Level::default(); MAX_RANK], Values::new(ElementType::U8, &[]))
+    }
+
+    /// Keeps only the outer `rank` levels (for walking the tree above the leaves).
+    pub(crate) fn truncate_rank(&mut self, rank: usize) {
+        self.rank = self.rank.min(rank);
+    }
+
+    /// The rank (number of logical dimensions, and of tree levels).
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The logical shape.
+    pub fn shape(&self) -> &[u64] {
+        self.shape.get(..self.rank).unwrap_or(&[])
+    }
+
+    /// `mode_order[L]`: the logical dimension stored at level `L`. Not
+    /// necessarily a permutation unless the view was validated strictly.
+    pub fn mode_order(&self) -> &[u32] {
+        self.mode_order.get(..self.rank).unwrap_or(&[])
+    }
+
+    /// The descriptor's `nnz`.
+    pub fn nnz(&self) -> u64 {
+        self.nnz
+    }
+
+    /// The element type of the values.
+    pub fn element_type(&self) -> ElementType {
+        self.values.element_type()
+    }
+
+    /// The values buffer.
+    pub fn values(&self) -> Values<'a> {
+        self.values
+    }
+
+    /// The levels, outermost (level 0) first.
+    pub fn levels(&self) -> &[Level<'a>] {
+        self.levels.get(..self.rank).unwrap_or(&[])
+    }
+
+    /// Level `level`, or `None` past the leaf level.
+    pub fn level(&self, level: usize) -> Option<Level<'a>> {
+        self.levels().get(level).copied()
+    }
+
+    /// `n_L`, the number of nodes stored at `level` (0 past the leaf level).
+    pub fn node_count(&self, level: usize) -> usize {
+        self.level(level).map_or(0, |l| l.node_count())
+    }
+
+    /// The bounding size of level `level`, `shape[mode_order[level]]`, or
+    /// `None` when `mode_order` points outside the shape (permissive data).
+    pub fn level_extent(&self, level: usize) -> Option<u64> {
+        let dim = *self.mode_order().get(level)?;
+        self.shape().get(dim as usize).copied()
+    }
+
+    /// A fiber: the children of node `parent` of level `level - 1` (for
+    /// level 0, `parent` 0 is the virtual root), as a range of node indices
+    /// into `crd_level` together with the coordinates. Always in bounds.
+    pub fn fiber(&self, level: usize, parent: usize) -> Fiber<'a> {
+        let lvl = self.level(level).unwrap_or_default();
+        let (start, end) = lvl.children(parent);
+        Fiber { start, crd: lvl.crd.slice(start, end) }
+    }
+}
+
+/// The children of one node: node indices `start .. start + crd.len()` of their level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fiber<'a> {
+    /// Index of the first child in its level (an index into `crd_L`, and for the
+    /// leaf level a leaf position).
+    pub start: usize,
+    /// The children's coordinates.
+    pub crd: U64Array<'a>,
+}
+
+impl Fiber<'_> {
+    /// The number of children.
+    pub fn len(&self) -> usize {
+        self.crd.len()
+    }
+
+    /// Whether the node has no children.
+    pub fn is_empty(&self) -> bool {
+        self.crd.is_empty()
+    }
+
+    /// `(node index, coordinate)` for each child, in storage order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.crd.iter().enumerate().map(move |(i, c)| (self.start + i, c))
+    }
+}
+
+fn check_shape(rank: usize, mode_order_len: usize) -> Result<(), ViewError> {
+    if rank < 3 {
+        return Err(ViewError::RankTooSmall { rank });
+    }
+    if rank > MAX_RANK {
+        return Err(ViewError::RankTooLarge { rank });
+    }
+    if mode_order_len != rank {
+        return Err(ViewError::ModeOrderLength { len: mode_order_len, rank });
+    }
+    Ok(())
+}
