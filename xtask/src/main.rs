@@ -1,2 +1,345 @@
-//! The project's automation.
-fn main() {}
+//! `cargo xtask`: this workspace's automation, as a Rust program.
+//!
+//! The convention of rust-analyzer and gimli (<https://github.com/matklad/cargo-xtask>):
+//! tasks are plain Rust run through a cargo alias, so they work wherever cargo
+//! does, on any OS, with nothing to install first. `cargo xtask help` lists them.
+//!
+//! It is std-only on purpose. It is the first thing compiled on a fresh CI
+//! machine, so it should build in a second or two, and a dependency update must
+//! never be able to break the tool that checks dependency updates.
+
+use std::env;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// A failure, already worded for the person reading the terminal.
+type Result<T = ()> = std::result::Result<T, String>;
+
+/// The workspace root. Compiled in rather than taken from the current
+/// directory, so `cargo xtask` works from any subdirectory.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+/// One `cargo xtask` subcommand.
+struct Task {
+    name: &'static str,
+    usage: &'static str,
+    about: &'static str,
+    run: fn(&[String]) -> Result,
+}
+
+/// Every task. Adding one is a function and a row here: `help` and dispatch
+/// both read this table.
+const TASKS: &[Task] = &[
+    Task {
+        name: "ci",
+        usage: "[STEP...]",
+        about: "run every CI step in order (or only the named ones); this is what .ci/run calls",
+        run: ci,
+    },
+    Task {
+        name: "nostd",
+        usage: "",
+        about: "prove that hurray-format and csf-core build with neither std nor an allocator",
+        run: |args| no_args("nostd", args).and_then(|()| nostd()),
+    },
+    Task {
+        name: "fuzz",
+        usage: "[--seconds N] [TARGET]",
+        about: "run TARGET, or every cargo-fuzz target in fuzz/, for N seconds each (default 60), on nightly",
+        run: fuzz,
+    },
+    Task { name: "bench", usage: "[ARGS...]", about: "cargo bench --workspace ARGS...", run: bench },
+    Task {
+        name: "help",
+        usage: "",
+        about: "show this list",
+        run: |_| {
+            print_help();
+            Ok(())
+        },
+    },
+];
+
+/// One step of `cargo xtask ci`.
+struct Step {
+    name: &'static str,
+    run: fn() -> Result,
+}
+
+/// The CI steps, in order: cheapest first, so a formatting slip fails in
+/// seconds instead of after the test build. A new check (fuzz smoke runs, say)
+/// is one more row.
+const CI_STEPS: &[Step] = &[
+    Step { name: "fmt", run: || cargo(&["fmt", "--all", "--check"]) },
+    Step {
+        name: "clippy",
+        run: || cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
+    },
+    // Unit, integration and doc tests of every member.
+    Step { name: "test", run: || cargo(&["test", "--workspace", "--locked"]) },
+    Step { name: "doc", run: doc },
+    Step { name: "nostd", run: nostd },
+    // Advisories are left out on purpose: they need a network fetch and change
+    // without any commit of ours, so they would make CI flaky. Run
+    // `cargo deny check advisories` by hand. Pinned to the release series whose
+    // config schema deny.toml is written for.
+    Step {
+        name: "deny",
+        run: || {
+            ensure_installed("deny", "cargo-deny@^0.20")?;
+            cargo(&["deny", "check", "licenses", "bans", "sources"])
+        },
+    },
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = match env::args_os().skip(1).map(|a| a.into_string()).collect() {
+        Ok(args) => args,
+        Err(bad) => {
+            eprintln!("error: argument {bad:?} is not valid UTF-8");
+            return ExitCode::from(2);
+        }
+    };
+    let Some((name, rest)) = args.split_first() else {
+        print_help();
+        return ExitCode::from(2);
+    };
+    let name = if matches!(name.as_str(), "-h" | "--help") { "help" } else { name.as_str() };
+    let Some(task) = TASKS.iter().find(|task| task.name == name) else {
+        eprintln!("error: unknown task `{name}`; `cargo xtask help` lists them");
+        return ExitCode::from(2);
+    };
+    match (task.run)(rest) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("\nerror: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_help() {
+    println!("Usage: cargo xtask <TASK> [ARGS]\n\nTasks:");
+    for task in TASKS {
+        println!("  {:<32} {}", format!("{} {}", task.name, task.usage), task.about);
+    }
+    let steps: Vec<&str> = CI_STEPS.iter().map(|step| step.name).collect();
+    println!("\nCI steps, in order: {}", steps.join(", "));
+}
+
+/// Runs the CI steps in order, stopping at the first failure, and always ends
+/// with the time each step took, so slow steps are visible in every CI log.
+fn ci(args: &[String]) -> Result {
+    if let Some(unknown) = args.iter().find(|arg| !CI_STEPS.iter().any(|step| step.name == *arg)) {
+        let steps: Vec<&str> = CI_STEPS.iter().map(|step| step.name).collect();
+        return Err(format!("unknown ci step `{unknown}`; the steps are: {}", steps.join(", ")));
+    }
+    let selected = CI_STEPS.iter().filter(|step| args.is_empty() || args.iter().any(|arg| arg == step.name));
+    let started = Instant::now();
+    let mut timings: Vec<(&str, Duration, bool)> = Vec::new();
+    let mut failure = None;
+    for step in selected {
+        eprintln!("\n==> ci step `{}`", step.name);
+        let step_started = Instant::now();
+        let result = (step.run)();
+        timings.push((step.name, step_started.elapsed(), result.is_ok()));
+        if let Err(message) = result {
+            failure = Some(format!("ci step `{}` failed: {message}", step.name));
+            break;
+        }
+    }
+    eprintln!("\nci step durations:");
+    for (name, took, ok) in &timings {
+        eprintln!("  {name:<8} {:>7.1}s  {}", took.as_secs_f64(), if *ok { "ok" } else { "FAILED" });
+    }
+    eprintln!("  {:<8} {:>7.1}s", "total", started.elapsed().as_secs_f64());
+    match failure {
+        Some(message) => Err(message),
+        None => {
+            eprintln!("ci: all steps passed");
+            Ok(())
+        }
+    }
+}
+
+/// Rustdoc with warnings denied: broken intra-doc links and malformed docs
+/// fail here rather than on docs.rs after a release.
+fn doc() -> Result {
+    run(cargo_cmd().env("RUSTDOCFLAGS", "-D warnings").args(["doc", "--workspace", "--no-deps", "--locked"]))
+}
+
+/// The no_std proof: builds `nostd-check` alone, so that cargo's feature
+/// unification cannot switch on `std` in hurray-format or csf-core the way a
+/// workspace-wide build (with hurray-cli's `std` features) does.
+///
+/// It is built as a `staticlib` with `panic=abort` rather than with
+/// `cargo build`: both fail on a std leak (std's `panic_impl` clashes with the
+/// crate's own `#[panic_handler]`), but only a final artifact also fails when a
+/// dependency needs `alloc`, since nothing provides a `#[global_allocator]`.
+/// `panic=abort` is needed because a no_std staticlib has no unwinder.
+fn nostd() -> Result {
+    let build =
+        ["rustc", "-p", "nostd-check", "--features", "bare-metal", "--locked", "--crate-type", "staticlib"];
+    let rustc = ["--", "-C", "panic=abort", "-D", "warnings"];
+    run(cargo_cmd().args(build).args(rustc)).map_err(|e| {
+        format!(
+            "{e}\n  `duplicate lang item panic_impl` means std leaked into hurray-format or csf-core;\n  \
+             `no global memory allocator found` means alloc did (check their features and dependencies)"
+        )
+    })
+}
+
+/// Runs cargo-fuzz targets on nightly (libFuzzer needs `-Z sanitizer`).
+fn fuzz(args: &[String]) -> Result {
+    let mut seconds: u64 = 60;
+    let mut target = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                let value = args.next().ok_or("`--seconds` needs a number of seconds")?;
+                seconds =
+                    value.parse().map_err(|_| format!("`--seconds` wants a whole number, not `{value}`"))?;
+            }
+            flag if flag.starts_with('-') => return Err(format!("unknown fuzz option `{flag}`")),
+            name if target.is_none() => target = Some(name.to_owned()),
+            extra => return Err(format!("one fuzz target at most; `{extra}` is a second one")),
+        }
+    }
+    if !Path::new(ROOT).join("fuzz/Cargo.toml").is_file() {
+        return Err("there is no fuzz crate yet: fuzz/Cargo.toml does not exist \
+                    (create it with `cargo +nightly fuzz init`; it is excluded from the workspace)"
+            .into());
+    }
+    ensure_installed("fuzz", "cargo-fuzz")?;
+    let targets = match target {
+        Some(target) => vec![target],
+        None => {
+            let listed = output(nightly_cargo().args(["fuzz", "list"]))?;
+            listed.lines().map(str::trim).filter(|line| !line.is_empty()).map(str::to_owned).collect()
+        }
+    };
+    if targets.is_empty() {
+        return Err("`cargo fuzz list` found no fuzz targets in fuzz/".into());
+    }
+    for target in &targets {
+        let max_time = format!("-max_total_time={seconds}");
+        let libfuzzer = [max_time.as_str(), "-timeout=1", "-rss_limit_mb=512"];
+        run(nightly_cargo().args(["fuzz", "run", target, "--"]).args(libfuzzer))
+            .map_err(|e| format!("fuzz target `{target}`: {e}"))?;
+    }
+    eprintln!("fuzz: {} target(s) ran {seconds}s each without a finding", targets.len());
+    Ok(())
+}
+
+/// Passes every argument through, so criterion's own options work:
+/// `cargo xtask bench -- --save-baseline main`.
+fn bench(args: &[String]) -> Result {
+    run(cargo_cmd().args(["bench", "--workspace"]).args(args))
+}
+
+fn no_args(task: &str, args: &[String]) -> Result {
+    match args.first() {
+        Some(extra) => Err(format!("`cargo xtask {task}` takes no arguments, got `{extra}`")),
+        None => Ok(()),
+    }
+}
+
+/// The cargo that runs us (cargo sets `CARGO`), so every step uses the same
+/// toolchain as `cargo xtask` itself, in the workspace root.
+fn cargo_cmd() -> Command {
+    let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(ROOT);
+    cmd
+}
+
+fn cargo(args: &[&str]) -> Result {
+    run(cargo_cmd().args(args))
+}
+
+/// `cargo +nightly` through the rustup proxy. `CARGO` and `RUSTUP_TOOLCHAIN`
+/// point at the stable toolchain running us and would otherwise leak into
+/// cargo-fuzz's own cargo calls.
+fn nightly_cargo() -> Command {
+    let mut cmd = Command::new("cargo");
+    cmd.arg("+nightly").env_remove("CARGO").env_remove("RUSTUP_TOOLCHAIN").current_dir(ROOT);
+    cmd
+}
+
+/// Installs a cargo subcommand from crates.io if `cargo SUBCOMMAND --version`
+/// does not work: a fresh CI machine has only rustup's components.
+fn ensure_installed(subcommand: &str, krate: &str) -> Result {
+    let mut probe = cargo_cmd();
+    probe.args([subcommand, "--version"]).stdout(Stdio::null()).stderr(Stdio::null());
+    if probe.status().is_ok_and(|status| status.success()) {
+        return Ok(());
+    }
+    eprintln!("`cargo {subcommand}` is not installed; installing {krate} from crates.io");
+    cargo(&["install", krate, "--locked"])
+}
+
+/// Runs a command with its output streamed to ours.
+fn run(cmd: &mut Command) -> Result {
+    let shown = show(cmd);
+    eprintln!("$ {shown}");
+    let status = cmd.status().map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{shown}` failed ({status})"))
+    }
+}
+
+/// Runs a command and returns its stdout (stderr still streams).
+fn output(cmd: &mut Command) -> Result<String> {
+    let shown = show(cmd);
+    eprintln!("$ {shown}");
+    let out = cmd.stderr(Stdio::inherit()).output().map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`{shown}` failed ({})", out.status));
+    }
+    String::from_utf8(out.stdout).map_err(|_| format!("`{shown}` printed non-UTF-8 output"))
+}
+
+/// The command as one would type it: environment overrides, program name
+/// without its toolchain path, then the arguments.
+fn show(cmd: &Command) -> String {
+    let envs = cmd.get_envs().filter_map(|(key, value)| Some((key, value?)));
+    let envs =
+        envs.map(|(key, value)| format!("{}={}", key.to_string_lossy(), quote(&value.to_string_lossy())));
+    let program = Path::new(cmd.get_program()).file_name().unwrap_or(cmd.get_program());
+    let args = cmd.get_args().map(|arg| quote(&arg.to_string_lossy()));
+    envs.chain([program.to_string_lossy().into_owned()]).chain(args).collect::<Vec<_>>().join(" ")
+}
+
+fn quote(s: &str) -> String {
+    if s.is_empty() || s.contains(char::is_whitespace) {
+        format!("\"{s}\"")
+    } else {
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_and_step_names_are_unique() {
+        for names in
+            [TASKS.iter().map(|t| t.name).collect::<Vec<_>>(), CI_STEPS.iter().map(|s| s.name).collect()]
+        {
+            for (i, name) in names.iter().enumerate() {
+                assert!(!names[..i].contains(name), "`{name}` is listed twice");
+            }
+        }
+    }
+
+    #[test]
+    fn commands_are_shown_as_typed() {
+        let mut cmd = Command::new("/toolchain/bin/cargo");
+        cmd.env("RUSTDOCFLAGS", "-D warnings").args(["doc", "--workspace"]);
+        assert_eq!(show(&cmd), r#"RUSTDOCFLAGS="-D warnings" cargo doc --workspace"#);
+    }
+}
