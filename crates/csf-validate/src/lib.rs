@@ -1,2 +1,155 @@
 #![doc = include_str!("../README.md")]
-#![no_std]
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod invariants;
+#[cfg(feature = "parallel")]
+mod parallel;
+#[cfg(feature = "alloc")]
+mod report;
+mod rule;
+mod sink;
+mod structure;
+
+use core::ops::Deref;
+
+use hurray_format::{Container, DecodeError};
+
+use csf_core::CsfView;
+
+#[cfg(feature = "alloc")]
+pub use report::{report, Report};
+pub use rule::{Rule, Violation, Warning};
+pub use sink::{Sink, Stop};
+
+/// How much to check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Every MUST of the CSF spec and of `docs/format.md` (the default).
+    #[default]
+    Strict,
+    /// Only what memory safety and the accessors' promises need: the rules
+    /// whose [`Rule::is_structural`] is true. For trusted data at full speed;
+    /// the accessors of `csf-core` stay total on whatever it lets through.
+    Permissive,
+}
+
+/// A CSF tensor that passed strict validation.
+///
+/// Holding one means every rule of the spec holds, so lookups and iteration
+/// give the spec's answers. It dereferences to its [`CsfView`].
+#[derive(Clone, Copy, Debug)]
+pub struct ValidCsf<'a> {
+    view: CsfView<'a>,
+}
+
+impl<'a> ValidCsf<'a> {
+    /// Wraps a view the caller already knows to be valid (written by this
+    /// crate family a moment ago, say) without checking it. This is not
+    /// `unsafe`: a wrong claim gives wrong answers, never undefined behaviour,
+    /// because `csf-core`'s accessors are total.
+    pub fn assume_valid(view: CsfView<'a>) -> Self {
+        Self { view }
+    }
+
+    /// The view.
+    pub fn view(&self) -> &CsfView<'a> {
+        &self.view
+    }
+
+    /// The view, giving up the proof of validity.
+    pub fn into_view(self) -> CsfView<'a> {
+        self.view
+    }
+}
+
+impl<'a> Deref for ValidCsf<'a> {
+    type Target = CsfView<'a>;
+    fn deref(&self) -> &CsfView<'a> {
+        &self.view
+    }
+}
+
+/// Strictly validates a decoded container, stopping at the first violation.
+///
+/// # Errors
+/// The first [`Violation`] in buffer order.
+pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
+    let mut sink = sink::FailFast::default();
+    let view = structure::check_container(container, Mode::Strict, &mut sink).ok().flatten();
+    match (view, sink.0) {
+        (Some(view), None) => Ok(ValidCsf { view }),
+        (_, Some(v)) => Err(v),
+        // No view means a structural violation was reported.
+        (None, None) => Err(Violation::new(Rule::MissingBuffer, 0, 0)),
+    }
+}
+
+/// Checks only the structural rules and returns the view, for trusted data.
+///
+/// # Errors
+/// The structural [`Violation`] that makes a view impossible.
+pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>, Violation> {
+    let mut sink = sink::FailFast::default();
+    match (structure::check_container(container, Mode::Permissive, &mut sink).ok().flatten(), sink.0) {
+        (Some(view), None) => Ok(view),
+        (_, Some(v)) => Err(v),
+        (None, None) => Err(Violation::new(Rule::MissingBuffer, 0, 0)),
+    }
+}
+
+/// Strictly validates a view built from parts (no descriptor): `mode_order`,
+/// every storage invariant, the level and values sizes.
+///
+/// # Errors
+/// The first [`Violation`].
+pub fn validate_view(view: CsfView<'_>) -> Result<ValidCsf<'_>, Violation> {
+    let mut sink = sink::FailFast::default();
+    let _ = check_view_rules(&view, &mut sink);
+    match sink.0 {
+        None => Ok(ValidCsf { view }),
+        Some(v) => Err(v),
+    }
+}
+
+fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+    structure::check_mode_order(view.mode_order(), sink)?;
+    invariants::check_view(view, sink)
+}
+
+/// Validates `container` in `mode`, sending every violation and warning to
+/// `sink` in buffer order until it returns [`Stop`]. Returns the view when
+/// the structural rules hold (even if other violations were reported).
+pub fn validate_with<'a>(container: &Container<'a>, mode: Mode, sink: &mut dyn Sink) -> Option<CsfView<'a>> {
+    structure::check_container(container, mode, sink).ok().flatten()
+}
+
+/// Either way a byte string can fail to be a valid CSF tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The container framing is broken.
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+    /// The container is sound but the tensor breaks a rule.
+    #[error("{0}")]
+    Invalid(#[from] Violation),
+}
+
+/// Decodes `bytes` and validates the tensor in `mode`.
+///
+/// # Errors
+/// [`Error::Decode`] or [`Error::Invalid`].
+pub fn read(bytes: &[u8], mode: Mode) -> Result<CsfView<'_>, Error> {
+    let container = Container::decode(bytes)?;
+    Ok(match mode {
+        Mode::Strict => validate(&container)?.into_view(),
+        Mode::Permissive => validate_permissive(&container)?,
+    })
+}

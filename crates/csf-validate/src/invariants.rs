@@ -1,0 +1,238 @@
+//! csf-layout § Storage Invariants, and the per-level sizes of § Buffer Size.
+//!
+//! One linear pass per level. The kernels are written once over [`Words`],
+//! which is either a native `&[u64]` (little-endian machine, aligned buffer:
+//! the common case, and the fast one) or a [`U64Array`] read byte-wise.
+
+use hurray_format::le::U64Array;
+use hurray_format::{csf, Packing};
+
+use csf_core::CsfView;
+
+use crate::rule::{Rule, Violation};
+use crate::sink::{Sink, Stop};
+
+/// A read-only array of `u64`s.
+pub(crate) trait Words: Copy {
+    fn len(self) -> usize;
+    fn first(self) -> Option<u64>;
+    fn last(self) -> Option<u64>;
+    fn iter(self) -> impl Iterator<Item = u64>;
+    /// `self[start..end]`, clamped to the array.
+    fn clamped(self, start: usize, end: usize) -> Self;
+}
+
+impl Words for &[u64] {
+    fn len(self) -> usize {
+        <[u64]>::len(self)
+    }
+    fn first(self) -> Option<u64> {
+        <[u64]>::first(self).copied()
+    }
+    fn last(self) -> Option<u64> {
+        <[u64]>::last(self).copied()
+    }
+    fn iter(self) -> impl Iterator<Item = u64> {
+        <[u64]>::iter(self).copied()
+    }
+    fn clamped(self, start: usize, end: usize) -> Self {
+        let end = end.min(<[u64]>::len(self));
+        self.get(start.min(end)..end).unwrap_or(&[])
+    }
+}
+
+impl Words for U64Array<'_> {
+    fn len(self) -> usize {
+        U64Array::len(&self)
+    }
+    fn first(self) -> Option<u64> {
+        self.get(0)
+    }
+    fn last(self) -> Option<u64> {
+        self.get(U64Array::len(&self).checked_sub(1)?)
+    }
+    fn iter(self) -> impl Iterator<Item = u64> {
+        U64Array::iter(&self)
+    }
+    fn clamped(self, start: usize, end: usize) -> Self {
+        self.slice(start, end)
+    }
+}
+
+/// What a level is checked against.
+#[derive(Clone, Copy)]
+pub(crate) struct LevelSpec {
+    pub(crate) level: usize,
+    /// `n_{L-1}` (1 for level 0: the virtual root).
+    pub(crate) parents: usize,
+    /// `shape[mode_order[L]]`, or `None` when `mode_order` is broken (already reported).
+    pub(crate) extent: Option<u64>,
+}
+
+fn clamp(v: u64, n: usize) -> usize {
+    usize::try_from(v).map_or(n, |v| v.min(n))
+}
+
+/// Invariants 1-5 and the `pos` size rule for one level.
+pub(crate) fn check_level<W: Words>(
+    spec: LevelSpec,
+    pos: W,
+    crd: W,
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
+    let level = spec.level;
+    let pos_buffer = csf::pos_buffer(level);
+    let crd_buffer = csf::crd_buffer(level);
+    let at = |rule, found, expected, buffer, index: usize| {
+        Violation::new(rule, found, expected).at_level(level).in_buffer(buffer).at_index(index as u64)
+    };
+
+    // § Buffer Size: pos_L holds n_{L-1} + 1 entries.
+    let want = spec.parents as u64 + 1;
+    if pos.len() as u64 != want {
+        sink.violation(
+            Violation::new(Rule::PosSize, pos.len() as u64, want).at_level(level).in_buffer(pos_buffer),
+        )?;
+    }
+    // Invariant 1.
+    if let Some(first) = pos.first().filter(|&v| v != 0) {
+        sink.violation(at(Rule::PosStart, first, 0, pos_buffer, 0))?;
+    }
+    // Invariant 2.
+    for (k, (a, b)) in pos.iter().zip(pos.iter().skip(1)).enumerate() {
+        if b < a {
+            sink.violation(at(Rule::PosDecreasing, b, a, pos_buffer, k + 1))?;
+        }
+    }
+    // Invariant 3: the terminal entry equals n_L.
+    let nodes = crd.len();
+    if let Some(last) = pos.last().filter(|&v| v != nodes as u64) {
+        sink.violation(at(Rule::TerminalCount, last, nodes as u64, pos_buffer, pos.len() - 1))?;
+    }
+    // Invariant 5.
+    if let Some(extent) = spec.extent {
+        for (i, c) in crd.iter().enumerate() {
+            if c >= extent {
+                sink.violation(at(Rule::CoordinateBounds, c, extent, crd_buffer, i))?;
+            }
+        }
+    }
+    // Invariant 4, slice by slice. On broken `pos` the slices are clamped so
+    // that they never move backwards: still one pass, still in bounds.
+    let mut high = 0usize;
+    for (a, b) in pos.iter().zip(pos.iter().skip(1)) {
+        let start = clamp(a, nodes).max(high);
+        let end = clamp(b, nodes).max(start);
+        high = end;
+        let slice = crd.clamped(start, end);
+        for (j, (x, y)) in slice.iter().zip(slice.iter().skip(1)).enumerate() {
+            if y <= x {
+                sink.violation(at(Rule::SiblingOrder, y, x, crd_buffer, start + j + 1))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every storage invariant and buffer-size rule visible on a view: the levels,
+/// the leaf count, the values buffer's size and contents.
+pub(crate) fn check_view(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+    let mut parents = 1usize;
+    for (level, lvl) in view.levels().iter().enumerate() {
+        let spec = LevelSpec { level, parents, extent: view_extent(view, level) };
+        match (lvl.pos.as_native(), lvl.crd.as_native()) {
+            (Some(pos), Some(crd)) => check_level_maybe_parallel(spec, pos, crd, sink)?,
+            _ => check_level(spec, lvl.pos, lvl.crd, sink)?,
+        }
+        parents = lvl.node_count();
+    }
+    // Invariant 3: n_{rank-1} = nnz.
+    let leaves = view.node_count(view.rank().saturating_sub(1)) as u64;
+    if leaves != view.nnz() {
+        let leaf = view.rank().saturating_sub(1);
+        sink.violation(
+            Violation::new(Rule::LeafCount, leaves, view.nnz())
+                .at_level(leaf)
+                .in_buffer(csf::crd_buffer(leaf)),
+        )?;
+    }
+    check_values(view, sink)
+}
+
+/// The level's bound, only when `mode_order` is a permutation (a broken one is
+/// reported on its own and would make every coordinate look wrong).
+fn view_extent(view: &CsfView<'_>, level: usize) -> Option<u64> {
+    let order = view.mode_order();
+    let rank = order.len();
+    let mut seen = 0u128; // rank <= 64
+    for &d in order {
+        if d as usize >= rank || seen & (1 << d) != 0 {
+            return None;
+        }
+        seen |= 1 << d;
+    }
+    view.level_extent(level)
+}
+
+#[cfg(feature = "parallel")]
+fn check_level_maybe_parallel(
+    spec: LevelSpec,
+    pos: &[u64],
+    crd: &[u64],
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
+    crate::parallel::check_level(spec, pos, crd, sink)
+}
+
+#[cfg(not(feature = "parallel"))]
+fn check_level_maybe_parallel(
+    spec: LevelSpec,
+    pos: &[u64],
+    crd: &[u64],
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
+    check_level(spec, pos, crd, sink)
+}
+
+/// § Buffer Size for values, and the data model's rules on value bytes.
+fn check_values(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+    let values = view.values();
+    let bytes = values.as_bytes();
+    let ty = values.element_type();
+    let buffer = csf::VALUES_BUFFER;
+    let Some(want) = ty.values_len(view.nnz()) else {
+        return sink
+            .violation(Violation::new(Rule::ValuesSize, bytes.len() as u64, u64::MAX).in_buffer(buffer));
+    };
+    if bytes.len() as u64 != want {
+        // Content checks below assume the size is right.
+        return sink.violation(Violation::new(Rule::ValuesSize, bytes.len() as u64, want).in_buffer(buffer));
+    }
+    match ty.packing() {
+        Packing::SubByte { bits, per_byte } => {
+            let used = (view.nnz() % u64::from(per_byte)) as u32 * u32::from(bits);
+            if let (Some(&last), true) = (bytes.last(), used > 0) {
+                let spare = u32::from(last) >> used;
+                if spare != 0 {
+                    let index = bytes.len() as u64 - 1;
+                    sink.violation(
+                        Violation::new(Rule::ValuesPadding, u64::from(spare), 0)
+                            .in_buffer(buffer)
+                            .at_index(index),
+                    )?;
+                }
+            }
+        }
+        Packing::Bytes(_) if ty == hurray_format::ElementType::Bool => {
+            for (i, &b) in bytes.iter().enumerate() {
+                if b > 1 {
+                    sink.violation(
+                        Violation::new(Rule::BoolValue, u64::from(b), 1).in_buffer(buffer).at_index(i as u64),
+                    )?;
+                }
+            }
+        }
+        Packing::Bytes(_) => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The rules, named after the spec clauses they enforce, and the violation report.
+
+use core::fmt;
+
+macro_rules! rules {
+    ($( $(#[$doc:meta])* $variant:ident = $id:literal, $clause:literal, $structural:literal; )*) => {
+        /// A rule of the CSF spec (or of `docs/format.md`) that a tensor can break.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Rule {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Rule {
+            /// Every rule.
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
+
+            /// A stable kebab-case identifier (used in JSON output and the corpus).
+            pub const fn id(self) -> &'static str {
+                match self { $( Rule::$variant => $id, )* }
+            }
+
+            /// The spec clause the rule comes from.
+            pub const fn clause(self) -> &'static str {
+                match self { $( Rule::$variant => $clause, )* }
+            }
+
+            /// Whether permissive mode enforces it too: the rules that memory
+            /// safety and the accessors' promises rest on.
+            pub const fn is_structural(self) -> bool {
+                match self { $( Rule::$variant => $structural, )* }
+            }
+        }
+    };
+}
+
+rules! {
+    /// Rank is below 3: CSF is defined for rank >= 3 only.
+    RankBelow3 = "rank-below-3", "csf-layout § Validity Constraints", true;
+    /// Rank exceeds the cap of 64.
+    RankAbove64 = "rank-above-64", "csf-layout § Validity Constraints (data model cap)", true;
+    /// `mode_order` does not have `rank` entries.
+    ModeOrderLength = "mode-order-length", "csf-layout § Mode Ordering", true;
+    /// `mode_order` is not a permutation of `0..rank` (duplicate or out of range).
+    ModeOrderNotPermutation = "mode-order-not-permutation", "csf-layout § Mode Ordering", false;
+    /// A buffer the layout needs is missing (fewer than `2 * rank + 1`).
+    MissingBuffer = "missing-buffer", "csf-layout § Buffer Table", true;
+    /// `buffer_count` is not `2 * rank + 1` plus the quantization buffers.
+    BufferCount = "buffer-count", "csf-layout § Buffer Table", false;
+    /// A `pos`/`crd` buffer is not a whole number of `u64`s.
+    BufferNotU64 = "buffer-not-u64", "csf-layout § Buffer Size", true;
+    /// The values buffer is not `nnz * width` (or `ceil(nnz / packing_factor)`) bytes.
+    ValuesSize = "values-size", "csf-layout § Buffer Size", false;
+    /// `pos_L` is not `(n_{L-1} + 1) * 8` bytes (`pos_0`: 16 bytes).
+    PosSize = "pos-size", "csf-layout § Buffer Size", false;
+    /// `byte_offset` is not 0.
+    ByteOffset = "byte-offset", "csf-layout § Buffer Size", false;
+    /// A CSF tensor carries a shard descriptor.
+    ShardDescriptor = "shard-descriptor", "csf-layout § Sharding", false;
+    /// A quantization-parameter buffer's device tag differs from the values buffer's.
+    QuantizationDevice = "quantization-device", "csf-layout § Quantization Compatibility", false;
+    /// The statistics section's `nnz` differs from the descriptor's.
+    StatisticsNnz = "statistics-nnz", "csf-layout § Interaction with Statistics Section", false;
+    /// Invariant 1: `pos_L[0] = 0`.
+    PosStart = "pos-start", "csf-layout § Storage Invariants 1", false;
+    /// Invariant 2: `pos_L` is non-decreasing.
+    PosDecreasing = "pos-decreasing", "csf-layout § Storage Invariants 2", false;
+    /// Invariant 3: the terminal `pos_L` entry equals `n_L`.
+    TerminalCount = "terminal-count", "csf-layout § Storage Invariants 3", false;
+    /// Invariant 3: `n_{rank-1} = nnz`.
+    LeafCount = "leaf-count", "csf-layout § Storage Invariants 3", false;
+    /// Invariant 4: siblings are strictly increasing within each parent slice.
+    SiblingOrder = "sibling-order", "csf-layout § Storage Invariants 4", false;
+    /// Invariant 5: `crd_L[i] < shape[mode_order[L]]`.
+    CoordinateBounds = "coordinate-bounds", "csf-layout § Storage Invariants 5", false;
+    /// A sub-byte values buffer's unused high bits are not zero.
+    ValuesPadding = "values-padding", "format.md § Data model (sub-byte packing)", false;
+    /// A `bool` value is neither 0 nor 1.
+    BoolValue = "bool-value", "format.md § Data model (bool)", false;
+}
+
+/// One broken rule, with where and what.
+///
+/// `level`, `buffer` and `index` locate the fault (the tree level, the buffer
+/// index in the table, the element index inside that buffer) when they apply;
+/// `found` and `expected` are the values seen and required, whose meaning the
+/// rule gives (for [`Rule::SiblingOrder`] and [`Rule::PosDecreasing`],
+/// `expected` is the previous element, which `found` had to exceed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// The tree level, when the rule is about one.
+    pub level: Option<usize>,
+    /// The buffer index in the table.
+    pub buffer: Option<usize>,
+    /// The element index within the buffer.
+    pub index: Option<u64>,
+    /// The value found.
+    pub found: u64,
+    /// The value required (or the bound it broke).
+    pub expected: u64,
+}
+
+impl Violation {
+    pub(crate) const fn new(rule: Rule, found: u64, expected: u64) -> Self {
+        Self { rule, level: None, buffer: None, index: None, found, expected }
+    }
+
+    pub(crate) const fn at_level(mut self, level: usize) -> Self {
+        self.level = Some(level);
+        self
+    }
+
+    pub(crate) const fn in_buffer(mut self, buffer: usize) -> Self {
+        self.buffer = Some(buffer);
+        self
+    }
+
+    pub(crate) const fn at_index(mut self, index: u64) -> Self {
+        self.index = Some(index);
+        self
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (found, expected) = (self.found, self.expected);
+        match self.rule {
+            Rule::RankBelow3 => {
+                write!(f, "rank {found} is below 3 (CSF requires rank >= 3; use COO, CSR or CSC)")
+            }
+            Rule::RankAbove64 => write!(f, "rank {found} exceeds the cap of {expected}"),
+            Rule::ModeOrderLength => write!(f, "mode_order has {found} entries, rank is {expected}"),
+            Rule::ModeOrderNotPermutation => {
+                write!(f, "mode_order is not a permutation of 0..{expected}: value {found}")?;
+                if let Some(i) = self.index {
+                    write!(f, " at position {i} is out of range or repeated")?;
+                }
+                Ok(())
+            }
+            Rule::MissingBuffer => write!(f, "the buffer table has {found} buffers, rank needs {expected}"),
+            Rule::BufferCount => write!(f, "buffer_count is {found}, expected {expected}"),
+            Rule::BufferNotU64 => write!(f, "buffer length {found} is not a multiple of 8"),
+            Rule::ValuesSize => write!(f, "values buffer is {found} bytes, expected {expected}"),
+            Rule::PosSize => write!(f, "pos buffer has {found} elements, expected {expected} (n_(L-1) + 1)"),
+            Rule::ByteOffset => write!(f, "byte_offset is {found}, must be 0"),
+            Rule::ShardDescriptor => write!(f, "a CSF tensor must not carry a shard descriptor"),
+            Rule::QuantizationDevice => {
+                write!(f, "quantization buffer has device tag {found}, the values buffer has {expected}")
+            }
+            Rule::StatisticsNnz => write!(f, "statistics nnz is {found}, the descriptor's nnz is {expected}"),
+            Rule::PosStart => write!(f, "pos[0] is {found}, must be 0"),
+            Rule::PosDecreasing => write!(f, "pos decreases: {found} after {expected}"),
+            Rule::TerminalCount => {
+                write!(f, "terminal pos entry is {found}, but the level stores {expected} nodes")
+            }
+            Rule::LeafCount => write!(f, "the leaf level stores {found} nodes, nnz is {expected}"),
+            Rule::SiblingOrder => {
+                write!(f, "sibling coordinates not strictly increasing: {found} after {expected}")
+            }
+            Rule::CoordinateBounds => {
+                write!(f, "coordinate {found} is not below the level's bound {expected}")
+            }
+            Rule::ValuesPadding => write!(f, "unused bits of the last values byte are {found:#x}, must be 0"),
+            Rule::BoolValue => write!(f, "bool value byte is {found}, must be 0 or 1"),
+        }?;
+        let mut sep = " (";
+        if let Some(level) = self.level {
+            write!(f, "{sep}level {level}")?;
+            sep = ", ";
+        }
+        if let Some(buffer) = self.buffer {
+            write!(f, "{sep}buffer {buffer}")?;
+            sep = ", ";
+        }
+        if let Some(index) = self.index {
+            write!(f, "{sep}element {index}")?;
+            sep = ", ";
+        }
+        if sep == ", " {
+            f.write_str(")")?;
+        }
+        write!(f, " [{}; {}]", self.rule.id(), self.rule.clause())
+    }
+}
+
+impl core::error::Error for Violation {}
+
+/// A SHOULD of the spec that the tensor does not follow. Never an error.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// The statistics `sparsity_ratio` is not `1 - nnz / total_elements`
+    /// (csf-layout § Interaction with Statistics Section).
+    SparsityRatio {
+        /// The ratio stored.
+        found: f64,
+        /// The ratio the shape and nnz give.
+        expected: f64,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::SparsityRatio { found, expected } => write!(
+                f,
+                "statistics sparsity_ratio is {found}, expected 1 - nnz / total_elements = {expected} \
+                 [sparsity-ratio; csf-layout § Interaction with Statistics Section (SHOULD)]"
+            ),
+        }
+    }
+}
+
+impl Warning {
+    /// A stable kebab-case identifier.
+    pub const fn id(&self) -> &'static str {
+        match self {
+            Warning::SparsityRatio { .. } => "sparsity-ratio",
+        }
+    }
+}
