@@ -1,7 +1,7 @@
 //! The descriptor-level rules: rank, mode order, buffer table, sizes, byte
 //! offset, sharding, quantization devices, statistics.
 
-use hurray_format::limits::MAX_RANK;
+use hurray_format::limits::{MAX_QUANTIZATION_BUFFERS, MAX_RANK};
 use hurray_format::{csf, Container, Descriptor};
 
 use csf_core::{CsfView, ViewError};
@@ -84,7 +84,7 @@ fn check_descriptor(d: &Descriptor, sink: &mut dyn Sink) -> Result<(), Stop> {
     let count = d.buffers.len();
     let count_ok = match d.quantization {
         None => count == own,
-        Some(_) => count > own,
+        Some(_) => count > own && count <= own + MAX_QUANTIZATION_BUFFERS,
     };
     if !count_ok {
         let expected = if d.quantization.is_some() { own + 1 } else { own };

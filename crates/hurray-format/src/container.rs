@@ -86,10 +86,11 @@ impl<'a> Container<'a> {
             return Err(DecodeError::ReservedHeaderBits { found: reserved });
         }
         let descriptor_len = u32::from_le_bytes(field(12));
-        let len = descriptor_len as usize;
-        if len > MAX_DESCRIPTOR_LEN {
-            return Err(DecodeError::DescriptorTooLong { len: descriptor_len, max: MAX_DESCRIPTOR_LEN });
-        }
+        // Compare before converting: on a 16-bit target `as usize` would truncate.
+        let len = usize::try_from(descriptor_len)
+            .ok()
+            .filter(|&len| len <= MAX_DESCRIPTOR_LEN)
+            .ok_or(DecodeError::DescriptorTooLong { len: descriptor_len, max: MAX_DESCRIPTOR_LEN })?;
         let descriptor_end = HEADER_LEN + len;
         let descriptor_bytes = bytes.get(HEADER_LEN..descriptor_end).ok_or(DecodeError::Truncated {
             offset: HEADER_LEN,
