@@ -1,1 +1,241 @@
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod build;
+mod key;
+mod order;
+mod sort;
+mod values;
+
+use std::borrow::Cow;
+
+use hurray_format::limits::MAX_RANK;
+use hurray_format::{ElementType, Statistics};
+
+use csf_core::{CsfView, OwnedCsf};
+
+pub use build::{build, reorder};
+pub use order::{AutoChoice, EXACT_MAX_RANK};
+
+/// The coordinates of a COO tensor.
+#[derive(Clone, Copy, Debug)]
+pub enum Indices<'a> {
+    /// `rank` coordinates per entry, entry after entry (`[i0, j0, k0, i1, j1, k1, ...]`).
+    RowMajor(&'a [u64]),
+    /// One array per dimension (`[[i0, i1, ...], [j0, j1, ...], ...]`).
+    Columnar(&'a [&'a [u64]]),
+}
+
+/// A COO tensor to build from.
+#[derive(Clone, Debug)]
+pub struct Coo<'a> {
+    /// The logical shape; its length is the rank.
+    pub shape: &'a [u64],
+    /// The coordinates.
+    pub indices: Indices<'a>,
+    /// The values' element type.
+    pub element_type: ElementType,
+    /// The values, packed as `element_type` prescribes (little-endian; two
+    /// per byte, low nibble first, for 4-bit types).
+    pub values: Cow<'a, [u8]>,
+}
+
+impl<'a> Coo<'a> {
+    /// A COO tensor with values of a native type (`f32`, `i64`, ...).
+    pub fn new<T: csf_core::Element>(shape: &'a [u64], indices: Indices<'a>, values: &'a [T]) -> Self {
+        let values = if cfg!(target_endian = "little") {
+            Cow::Borrowed(bytemuck::cast_slice(values))
+        } else {
+            Cow::Owned(values.iter().flat_map(|v| bytemuck::bytes_of(v).iter().rev().copied()).collect())
+        };
+        Self { shape, indices, element_type: T::TYPE, values }
+    }
+}
+
+/// Which mode order to store.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ModeOrder {
+    /// `[0, 1, ..., rank-1]`, the spec's default for writers with no preference.
+    #[default]
+    Identity,
+    /// This permutation.
+    Explicit(Vec<u32>),
+    /// The order that stores the fewest bytes (see [`AutoChoice`]).
+    Auto,
+}
+
+/// What to do with entries that share a coordinate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Duplicates {
+    /// Fail, naming the first duplicate (the default).
+    #[default]
+    Error,
+    /// Add them up (integers wrap; `bool` is OR). Only for integer, `bool`,
+    /// `f32` and `f64` values.
+    Sum,
+    /// Keep the one that comes last in the input.
+    Last,
+    /// Keep the one that comes first in the input.
+    First,
+}
+
+/// How to build.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The mode order.
+    pub mode_order: ModeOrder,
+    /// The duplicate policy.
+    pub duplicates: Duplicates,
+    /// Drop input entries whose value is zero (explicit zeros are kept by default:
+    /// they are stored values). With [`Duplicates::Sum`], sums that come to zero are kept.
+    pub drop_zeros: bool,
+    /// Use rayon's thread pool.
+    pub parallel: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            mode_order: ModeOrder::Identity,
+            duplicates: Duplicates::Error,
+            drop_zeros: false,
+            parallel: true,
+        }
+    }
+}
+
+/// Why a tensor could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// CSF needs rank >= 3.
+    #[error(
+        "rank {rank} is below 3: CSF is for rank >= 3; store rank-1 and rank-2 tensors as COO, CSR or CSC"
+    )]
+    RankTooSmall {
+        /// The rank.
+        rank: usize,
+    },
+    /// Rank above the cap.
+    #[error("rank {rank} exceeds the cap of 64")]
+    RankTooLarge {
+        /// The rank.
+        rank: usize,
+    },
+    /// The arrays do not agree in length.
+    #[error("{what}: {found} given, {expected} expected")]
+    LengthMismatch {
+        /// Which array.
+        what: &'static str,
+        /// Its length.
+        found: u64,
+        /// The length the other inputs imply.
+        expected: u64,
+    },
+    /// The explicit mode order is not a permutation of `0..rank`.
+    #[error("mode order {order:?} is not a permutation of 0..{rank}")]
+    BadModeOrder {
+        /// The order given.
+        order: Vec<u32>,
+        /// The rank.
+        rank: usize,
+    },
+    /// A coordinate is outside the shape.
+    #[error("entry {entry}: coordinate {coord} of dimension {dim} is outside its extent {extent}")]
+    OutOfBounds {
+        /// The entry's position in the input.
+        entry: usize,
+        /// The dimension.
+        dim: usize,
+        /// The coordinate.
+        coord: u64,
+        /// The extent.
+        extent: u64,
+    },
+    /// Two entries share a coordinate and the policy is [`Duplicates::Error`].
+    #[error("entries {first} and {second} share the index {index:?}")]
+    Duplicate {
+        /// The logical index.
+        index: Vec<u64>,
+        /// The earlier entry's position in the input.
+        first: usize,
+        /// The later entry's position.
+        second: usize,
+    },
+    /// [`Duplicates::Sum`] on a type without exact addition here.
+    #[error("cannot sum duplicate {0} values; choose first, last or error")]
+    CannotSum(ElementType),
+}
+
+/// A built tensor.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// The tensor; it satisfies every rule of the spec.
+    pub tensor: OwnedCsf,
+    /// What `ModeOrder::Auto` chose and compared, when it ran.
+    pub auto: Option<AutoChoice>,
+    /// Input entries merged into others or dropped as zeros.
+    pub removed: u64,
+}
+
+impl Built {
+    /// The statistics section for this tensor: nnz, sparsity ratio, min and max of the values.
+    pub fn statistics(&self) -> Statistics {
+        statistics(&self.tensor.view())
+    }
+
+    /// The container bytes, with the statistics section when `with_statistics`.
+    ///
+    /// # Errors
+    /// As [`hurray_format::encode_to_vec`].
+    pub fn to_bytes(&self, with_statistics: bool) -> Result<Vec<u8>, hurray_format::EncodeError> {
+        let mut descriptor = self.tensor.descriptor();
+        if with_statistics {
+            descriptor.statistics = Some(self.statistics());
+        }
+        self.tensor.encode_with(&descriptor)
+    }
+}
+
+/// The statistics section of a view: nnz, `1 - nnz / total_elements`, min and max.
+pub fn statistics(view: &CsfView<'_>) -> Statistics {
+    let total = view.shape().iter().map(|&d| d as f64).product::<f64>();
+    let nnz = view.nnz();
+    let sparsity_ratio = if total > 0.0 { 1.0 - nnz as f64 / total } else { 0.0 };
+    let values = view.values();
+    let (mut min, mut max) = (None::<f64>, None::<f64>);
+    for leaf in 0..nnz as usize {
+        if let Some(v) = values.get_f64(leaf).filter(|v| !v.is_nan()) {
+            min = Some(min.map_or(v, |m| m.min(v)));
+            max = Some(max.map_or(v, |m| m.max(v)));
+        }
+    }
+    Statistics { nnz, sparsity_ratio, min, max }
+}
+
+/// The input as the builder reads it: coordinates by (entry, dimension).
+pub(crate) struct Source<'a> {
+    pub(crate) shape: &'a [u64],
+    pub(crate) indices: Indices<'a>,
+    pub(crate) len: usize,
+}
+
+impl Source<'_> {
+    #[inline]
+    pub(crate) fn coord(&self, entry: usize, dim: usize) -> u64 {
+        match self.indices {
+            Indices::RowMajor(flat) => flat[entry * self.shape.len() + dim],
+            Indices::Columnar(cols) => cols[dim][entry],
+        }
+    }
+}
+
+pub(crate) fn check_rank(rank: usize) -> Result<(), BuildError> {
+    if rank < 3 {
+        return Err(BuildError::RankTooSmall { rank });
+    }
+    if rank > MAX_RANK {
+        return Err(BuildError::RankTooLarge { rank });
+    }
+    Ok(())
+}

@@ -68,7 +68,8 @@ impl OwnedCsf {
         for (slot, (pos, crd)) in levels.iter_mut().zip(&self.levels) {
             *slot = Level { pos: U64Array::from_le_words(pos), crd: U64Array::from_le_words(crd) };
         }
-        let levels = levels.get(..self.levels.len()).ok_or(ViewError::RankTooLarge { rank: self.levels.len() })?;
+        let levels =
+            levels.get(..self.levels.len()).ok_or(ViewError::RankTooLarge { rank: self.levels.len() })?;
         CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, levels, &self.values)
     }
 
@@ -221,7 +222,7 @@ impl CsfView<'_> {
     /// [`DenseError::OverBudget`] or [`DenseError::Overflow`].
     pub fn to_dense_f64(&self, budget: u64) -> Result<Vec<f64>, DenseError> {
         let values = self.values();
-        self.to_dense_with(budget, 0.0, |leaf| values.get_f64(leaf))
+        self.dense_with(budget, 0.0, |leaf| values.get_f64(leaf))
     }
 
     /// The tensor as a dense row-major array of its own element type `T`.
@@ -230,16 +231,17 @@ impl CsfView<'_> {
     /// As [`CsfView::to_dense_f64`], and [`DenseError::TypeMismatch`].
     pub fn to_dense<T: Element + Default>(&self, budget: u64) -> Result<Vec<T>, DenseError> {
         let typed = self.values().typed::<T>().ok_or(DenseError::TypeMismatch(self.element_type()))?;
-        self.to_dense_with(budget, T::default(), |leaf| typed.get(leaf))
+        self.dense_with(budget, T::default(), |leaf| typed.get(leaf))
     }
 
-    fn to_dense_with<T: Copy>(
+    fn dense_with<T: Copy>(
         &self,
         budget: u64,
         zero: T,
         value: impl Fn(usize) -> Option<T>,
     ) -> Result<Vec<T>, DenseError> {
-        let elements = self.shape().iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or(DenseError::Overflow)?;
+        let elements =
+            self.shape().iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or(DenseError::Overflow)?;
         if elements > budget {
             return Err(DenseError::OverBudget { elements, budget });
         }

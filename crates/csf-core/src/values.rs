@@ -150,7 +150,8 @@ impl<'a> Values<'a> {
 
     /// The buffer as a typed array of `T`, when `T` is the element type.
     pub fn typed<T: Element>(&self) -> Option<Typed<'a, T>> {
-        (self.element_type == T::TYPE).then_some(Typed { bytes: self.bytes, marker: core::marker::PhantomData })
+        (self.element_type == T::TYPE)
+            .then_some(Typed { bytes: self.bytes, marker: core::marker::PhantomData })
     }
 }
 

@@ -188,7 +188,13 @@ impl<'a> CsfView<'a> {
 
     /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in.
     pub(crate) fn empty() -> CsfView<'static> {
-        CsfView::assemble(&[0, 0, 0], &[0, 1, 2], 0, [Level::default(); MAX_RANK], Values::new(ElementType::U8, &[]))
+        CsfView::assemble(
+            &[0, 0, 0],
+            &[0, 1, 2],
+            0,
+            [Level::default(); MAX_RANK],
+            Values::new(ElementType::U8, &[]),
+        )
     }
 
     /// Keeps only the outer `rank` levels (for walking the tree above the leaves).

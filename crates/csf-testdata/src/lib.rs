@@ -82,6 +82,7 @@ impl Coo {
     }
 
     /// Entry `i`'s coordinates.
+    #[allow(clippy::should_implement_trait)]
     pub fn index(&self, i: usize) -> &[u64] {
         &self.indices[i * self.rank()..(i + 1) * self.rank()]
     }

@@ -1,0 +1,120 @@
+//! Packing a storage-order coordinate tuple into one integer key.
+//!
+//! Level `L`'s coordinate takes `bits_L = bit_length(shape[mode_order[L]] - 1)`
+//! bits, level 0 in the most significant position, so that integer order is
+//! the lexicographic order of storage tuples, the order CSF stores leaves in.
+//! Below the coordinate bits sit the entry's input position: the keys are then
+//! unique, and sorting only on the coordinate bits with a stable sort keeps
+//! duplicates in input order (which `First`/`Last` rely on).
+
+use hurray_format::limits::MAX_RANK;
+
+/// An unsigned integer key: `u64` when the tuple and the position fit in 64
+/// bits (most real shapes), `u128` otherwise.
+pub(crate) trait Key: Copy + Ord + Send + Sync + Default + core::fmt::Debug + 'static {
+    fn shl_or(self, shift: u32, v: u64) -> Self;
+    /// The low 64 bits of `self >> shift`.
+    fn field(self, shift: u32) -> u64;
+    /// `self ^ other`'s highest set bit, or `None` when equal.
+    fn highest_diff(self, other: Self) -> Option<u32>;
+}
+
+macro_rules! key {
+    ($t:ty) => {
+        impl Key for $t {
+            #[inline]
+            fn shl_or(self, shift: u32, v: u64) -> Self {
+                self.checked_shl(shift).unwrap_or(0) | v as $t
+            }
+            #[inline]
+            fn field(self, shift: u32) -> u64 {
+                self.checked_shr(shift).unwrap_or(0) as u64
+            }
+            #[inline]
+            fn highest_diff(self, other: Self) -> Option<u32> {
+                let x = self ^ other;
+                (x != 0).then(|| <$t>::BITS - 1 - x.leading_zeros())
+            }
+        }
+    };
+}
+key!(u64);
+key!(u128);
+
+/// Bits needed to hold every value below `extent`.
+pub(crate) fn bit_length_below(extent: u64) -> u32 {
+    64 - extent.saturating_sub(1).leading_zeros()
+}
+
+/// Where each level's field sits in a key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    pub(crate) rank: usize,
+    /// Bits of the input-position field (the lowest bits).
+    pub(crate) position_bits: u32,
+    /// Coordinate bits in all.
+    pub(crate) coord_bits: u32,
+    /// Shift of level `L`'s field (including `position_bits`).
+    pub(crate) shift: [u32; MAX_RANK],
+    /// Mask of level `L`'s field after shifting.
+    pub(crate) mask: [u64; MAX_RANK],
+    /// For a differing bit position `b` (from `position_bits`), the level it belongs to.
+    pub(crate) level_of_bit: [u8; 128],
+}
+
+impl Layout {
+    /// The layout for extents `extents[L]` (in storage order) and `entries` input entries.
+    pub(crate) fn new(extents: &[u64], entries: usize) -> Self {
+        let rank = extents.len();
+        let position_bits = bit_length_below(entries as u64);
+        let mut layout = Self {
+            rank,
+            position_bits,
+            coord_bits: 0,
+            shift: [0; MAX_RANK],
+            mask: [0; MAX_RANK],
+            level_of_bit: [0; 128],
+        };
+        let mut shift = position_bits;
+        for level in (0..rank).rev() {
+            let bits = bit_length_below(extents[level]);
+            layout.shift[level] = shift;
+            layout.mask[level] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            for b in shift..(shift + bits).min(128) {
+                layout.level_of_bit[b as usize] = level as u8;
+            }
+            shift += bits;
+            layout.coord_bits += bits;
+        }
+        layout
+    }
+
+    /// Total key bits.
+    pub(crate) fn total_bits(&self) -> u32 {
+        self.coord_bits + self.position_bits
+    }
+
+    /// Level `level`'s coordinate in `key`.
+    #[inline]
+    pub(crate) fn coord<K: Key>(&self, key: K, level: usize) -> u64 {
+        key.field(self.shift[level]) & self.mask[level]
+    }
+
+    /// The input position stored in `key`.
+    #[inline]
+    pub(crate) fn position<K: Key>(&self, key: K) -> usize {
+        let mask = if self.position_bits == 0 { 0 } else { u64::MAX >> (64 - self.position_bits) };
+        (key.field(0) & mask) as usize
+    }
+
+    /// The first level where two keys' tuples differ, or `None` when the
+    /// tuples are equal (a duplicate: only the position bits differ).
+    #[inline]
+    pub(crate) fn split_level<K: Key>(&self, a: K, b: K) -> Option<usize> {
+        let high = a.highest_diff(b)?;
+        if high < self.position_bits {
+            return None;
+        }
+        Some(self.level_of_bit[high as usize] as usize)
+    }
+}

@@ -1,0 +1,125 @@
+//! Moving values into leaf order: gathering, summing duplicates, packing.
+
+use std::borrow::Cow;
+
+use hurray_format::{ElementType, Packing};
+
+use std::ops::Add;
+
+use crate::BuildError;
+
+/// The input values with one slot of `width` bytes per entry (4-bit types
+/// unpacked to one code per byte).
+pub(crate) struct Slots<'a> {
+    pub(crate) element_type: ElementType,
+    pub(crate) width: usize,
+    pub(crate) data: Cow<'a, [u8]>,
+}
+
+impl<'a> Slots<'a> {
+    pub(crate) fn new(element_type: ElementType, packed: &'a [u8], len: usize) -> Self {
+        match element_type.packing() {
+            Packing::Bytes(width) => {
+                Self { element_type, width: usize::from(width), data: Cow::Borrowed(packed) }
+            }
+            Packing::SubByte { bits, per_byte } => {
+                let per_byte = usize::from(per_byte);
+                let mask = ((1u16 << bits) - 1) as u8;
+                let data = (0..len)
+                    .map(|i| (packed[i / per_byte] >> ((i % per_byte) as u32 * u32::from(bits))) & mask)
+                    .collect();
+                Self { element_type, width: 1, data: Cow::Owned(data) }
+            }
+        }
+    }
+
+    fn slot(&self, i: usize) -> &[u8] {
+        &self.data[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Whether entry `i` holds a zero (`-0.0` included).
+    pub(crate) fn is_zero(&self, i: usize) -> bool {
+        let mut raw = [0u8; 8];
+        raw[..self.width].copy_from_slice(self.slot(i));
+        let packed = match self.element_type.packing() {
+            Packing::Bytes(_) => &raw[..self.width],
+            // A single unpacked code sits in the low bits, like element 0 of a packed byte.
+            Packing::SubByte { .. } => &raw[..1],
+        };
+        csf_core::Values::new(self.element_type, packed).get_f64(0) == Some(0.0)
+    }
+
+    /// The slots of `positions`, in that order.
+    pub(crate) fn gather(&self, positions: &[u64], parallel: bool) -> Vec<u8> {
+        let w = self.width;
+        let mut out = vec![0u8; positions.len() * w];
+        let fill = |(dst, &p): (&mut [u8], &u64)| dst.copy_from_slice(self.slot(p as usize));
+        if parallel {
+            use rayon::prelude::*;
+            out.par_chunks_mut(w.max(1)).zip(positions.par_iter()).for_each(fill);
+        } else {
+            out.chunks_mut(w.max(1)).zip(positions.iter()).for_each(fill);
+        }
+        out
+    }
+
+    /// Adds entry `src`'s value into the slot `dst` of `out`.
+    pub(crate) fn add_into(&self, out: &mut [u8], dst: usize, src: usize) -> Result<(), BuildError> {
+        let w = self.width;
+        let a = &mut out[dst * w..(dst + 1) * w];
+        let b = self.slot(src);
+        macro_rules! add {
+            ($t:ty, $op:ident) => {{
+                let x = <$t>::from_le_bytes(a.try_into().unwrap_or_default());
+                let y = <$t>::from_le_bytes(b.try_into().unwrap_or_default());
+                a.copy_from_slice(&x.$op(y).to_le_bytes());
+            }};
+        }
+        match self.element_type {
+            ElementType::Bool => a[0] |= b[0],
+            ElementType::I8 => add!(i8, wrapping_add),
+            ElementType::I16 => add!(i16, wrapping_add),
+            ElementType::I32 => add!(i32, wrapping_add),
+            ElementType::I64 => add!(i64, wrapping_add),
+            ElementType::U8 => add!(u8, wrapping_add),
+            ElementType::U16 => add!(u16, wrapping_add),
+            ElementType::U32 => add!(u32, wrapping_add),
+            ElementType::U64 => add!(u64, wrapping_add),
+            ElementType::F32 => add!(f32, add),
+            ElementType::F64 => add!(f64, add),
+            other => return Err(BuildError::CannotSum(other)),
+        }
+        Ok(())
+    }
+
+    /// Checks up front that duplicates of this type can be summed.
+    pub(crate) fn can_sum(&self) -> Result<(), BuildError> {
+        match self.element_type {
+            ElementType::Bool
+            | ElementType::I8
+            | ElementType::I16
+            | ElementType::I32
+            | ElementType::I64
+            | ElementType::U8
+            | ElementType::U16
+            | ElementType::U32
+            | ElementType::U64
+            | ElementType::F32
+            | ElementType::F64 => Ok(()),
+            other => Err(BuildError::CannotSum(other)),
+        }
+    }
+
+    /// Gathered slots back into the element type's packing.
+    pub(crate) fn pack(&self, slots: Vec<u8>) -> Vec<u8> {
+        match self.element_type.packing() {
+            Packing::Bytes(_) => slots,
+            Packing::SubByte { bits, per_byte } => slots
+                .chunks(usize::from(per_byte))
+                .map(|codes| {
+                    codes.iter().enumerate().fold(0u8, |b, (i, &c)| b | c << (i as u32 * u32::from(bits)))
+                })
+                .collect(),
+        }
+    }
+}

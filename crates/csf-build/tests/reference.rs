@@ -1,0 +1,196 @@
+//! The builder against the reference builder of csf-testdata, and the spec.
+
+use csf_build::{build, reorder, BuildError, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_testdata::{reference_csf, synthetic, Distribution};
+use hurray_format::ElementType;
+
+fn f64_coo<'a>(shape: &'a [u64], indices: &'a [u64], values: &'a [f64]) -> Coo<'a> {
+    Coo::new(shape, Indices::RowMajor(indices), values)
+}
+
+fn levels_of(built: &csf_build::Built) -> Vec<(Vec<u64>, Vec<u64>)> {
+    built.tensor.view().levels().iter().map(|l| (l.pos.iter().collect(), l.crd.iter().collect())).collect()
+}
+
+#[test]
+fn builds_the_spec_example_from_shuffled_input() {
+    let shape = [2, 3, 4];
+    let indices = [1, 1, 2, 0, 2, 3, 1, 1, 0, 0, 0, 1];
+    let values = [4.0f32, 2.0, 3.0, 1.0];
+    let built = build(&Coo::new(&shape, Indices::RowMajor(&indices), &values), &Options::default()).unwrap();
+    assert_eq!(
+        levels_of(&built),
+        vec![(vec![0, 2], vec![0, 1]), (vec![0, 2, 3], vec![0, 2, 1]), (vec![0, 1, 2, 4], vec![1, 3, 0, 2])]
+    );
+    let view = built.tensor.view();
+    assert_eq!(view.values().typed::<f32>().unwrap().as_native().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(view.mode_order(), &[0, 1, 2], "writers with no preference use the identity order");
+}
+
+#[test]
+fn matches_the_reference_for_every_mode_order_and_both_paths() {
+    let orders: [[u32; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    for (seed, dist) in [(1, Distribution::Uniform), (2, Distribution::PowerLaw { skew: 3.0 })] {
+        let coo = synthetic(&[37, 5, 300], 4000, dist, seed);
+        for order in orders {
+            let want = reference_csf(&coo, &order);
+            for parallel in [false, true] {
+                let options = Options {
+                    mode_order: ModeOrder::Explicit(order.to_vec()),
+                    duplicates: Duplicates::Last,
+                    parallel,
+                    ..Options::default()
+                };
+                let built = build(&f64_coo(&coo.shape, &coo.indices, &coo.values), &options).unwrap();
+                assert_eq!(levels_of(&built), want.levels, "order {order:?}");
+                let got: Vec<f64> =
+                    built.tensor.view().values().typed::<f64>().unwrap().as_native().unwrap().to_vec();
+                assert_eq!(got, want.values);
+                assert!(csf_validate::validate_view(built.tensor.view()).is_ok());
+            }
+        }
+    }
+}
+
+#[test]
+fn wide_keys_take_the_u128_and_comparison_paths() {
+    // 3 x 40 bits = 120 bits: u128 keys. 3 x 63 bits: comparison sort.
+    for extent in [1u64 << 40, u64::MAX] {
+        let shape = [extent, extent, extent];
+        let indices = [5, extent - 1, 7, 5, 0, 7, 0, 0, 0, 5, extent - 1, 2];
+        let values = [1.0, 2.0, 3.0, 4.0];
+        let built = build(&f64_coo(&shape, &indices, &values), &Options::default()).unwrap();
+        assert_eq!(
+            levels_of(&built),
+            vec![
+                (vec![0, 2], vec![0, 5]),
+                (vec![0, 1, 3], vec![0, 0, extent - 1]),
+                (vec![0, 1, 2, 4], vec![0, 7, 2, 7])
+            ]
+        );
+        assert_eq!(built.tensor.view().values().get_f64(3), Some(1.0));
+    }
+}
+
+#[test]
+fn duplicate_policies() {
+    let shape = [2, 2, 2];
+    let indices = [1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1];
+    let values = [1.0, 5.0, 2.0, 4.0];
+    let run = |duplicates| {
+        build(&f64_coo(&shape, &indices, &values), &Options { duplicates, ..Options::default() })
+    };
+    assert_eq!(
+        run(Duplicates::Error).unwrap_err(),
+        BuildError::Duplicate { index: vec![1, 1, 1], first: 0, second: 2 }
+    );
+    let leaf = |b: csf_build::Built| b.tensor.view().get_f64(&[1, 1, 1]).unwrap();
+    assert_eq!(leaf(run(Duplicates::First).unwrap()), 1.0);
+    assert_eq!(leaf(run(Duplicates::Last).unwrap()), 4.0);
+    let summed = run(Duplicates::Sum).unwrap();
+    assert_eq!(summed.removed, 2);
+    assert_eq!(leaf(summed), 7.0);
+    let f16 = Coo {
+        element_type: ElementType::F16,
+        values: vec![0u8; 8].into(),
+        ..f64_coo(&shape, &indices, &values)
+    };
+    assert_eq!(
+        build(&f16, &Options { duplicates: Duplicates::Sum, ..Options::default() }).unwrap_err(),
+        BuildError::CannotSum(ElementType::F16)
+    );
+}
+
+#[test]
+fn input_errors_are_named() {
+    let values = [1.0, 2.0];
+    let shape = [2, 2, 2];
+    let bad = [0, 0, 0, 1, 2, 0];
+    assert_eq!(
+        build(&f64_coo(&shape, &bad, &values), &Options::default()).unwrap_err(),
+        BuildError::OutOfBounds { entry: 1, dim: 1, coord: 2, extent: 2 }
+    );
+    let err = build(&f64_coo(&[4, 4], &[0, 0, 1, 1], &values), &Options::default()).unwrap_err();
+    assert_eq!(err, BuildError::RankTooSmall { rank: 2 });
+    assert!(err.to_string().contains("COO, CSR or CSC"));
+    let order = Options { mode_order: ModeOrder::Explicit(vec![0, 0, 1]), ..Options::default() };
+    assert!(matches!(
+        build(&f64_coo(&shape, &[0; 6], &values), &order),
+        Err(BuildError::BadModeOrder { .. })
+    ));
+    assert!(matches!(
+        build(&f64_coo(&shape, &[0; 5], &values), &Options::default()),
+        Err(BuildError::LengthMismatch { .. })
+    ));
+}
+
+#[test]
+fn zeros_are_kept_unless_dropped_and_sub_byte_values_repack() {
+    let shape = [3, 1, 1];
+    let indices = [2, 0, 0, 0, 0, 0, 1, 0, 0];
+    // i4 values 3, 0, -1 (entry order), packed low nibble first.
+    let coo = Coo {
+        shape: &shape,
+        indices: Indices::RowMajor(&indices),
+        element_type: ElementType::I4,
+        values: vec![0x03, 0x0f].into(),
+    };
+    let kept = build(&coo, &Options::default()).unwrap();
+    assert_eq!(kept.tensor.view().nnz(), 3);
+    // Leaf order is 0, 1, 2 -> values 0, -1, 3 -> bytes 0xf0, 0x03.
+    assert_eq!(kept.tensor.view().values().as_bytes(), &[0xf0, 0x03]);
+    let dropped = build(&coo, &Options { drop_zeros: true, ..Options::default() }).unwrap();
+    assert_eq!(dropped.tensor.view().nnz(), 2);
+    assert_eq!(dropped.tensor.view().values().as_bytes(), &[0x3f]);
+    assert!(csf_validate::validate_view(dropped.tensor.view()).is_ok());
+}
+
+#[test]
+fn auto_never_stores_more_than_identity_or_shortest_first() {
+    for (seed, shape) in [(3u64, vec![1000u64, 3, 50]), (4, vec![20, 20, 20, 2]), (5, vec![7, 300, 2, 9, 40])]
+    {
+        let coo = synthetic(&shape, 3000, Distribution::PowerLaw { skew: 2.5 }, seed);
+        let options =
+            Options { mode_order: ModeOrder::Auto, duplicates: Duplicates::Sum, ..Options::default() };
+        let built = build(&f64_coo(&coo.shape, &coo.indices, &coo.values), &options).unwrap();
+        let auto = built.auto.clone().unwrap();
+        let view = built.tensor.view();
+        let stored: u64 = view.levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum();
+        assert_eq!(stored, auto.index_bytes, "the reported size is the real size");
+        for (order, bytes) in &auto.compared {
+            let other = build(
+                &f64_coo(&coo.shape, &coo.indices, &coo.values),
+                &Options { mode_order: ModeOrder::Explicit(order.clone()), ..options.clone() },
+            )
+            .unwrap();
+            let real: u64 =
+                other.tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum();
+            assert_eq!(real, *bytes);
+            assert!(auto.index_bytes <= real, "{:?} beats auto {:?}", order, auto.mode_order);
+        }
+    }
+}
+
+#[test]
+fn reorder_gives_the_same_tensor_in_another_order() {
+    let coo = synthetic(&[30, 40, 50], 2000, Distribution::Uniform, 9);
+    let options = Options { duplicates: Duplicates::Last, ..Options::default() };
+    let built = build(&f64_coo(&coo.shape, &coo.indices, &coo.values), &options).unwrap();
+    let moved = reorder(&built.tensor.view(), ModeOrder::Explicit(vec![2, 0, 1]), true).unwrap();
+    let want = reference_csf(&coo, &[2, 0, 1]);
+    assert_eq!(levels_of(&moved), want.levels);
+    let a = built.tensor.view().to_coo(csf_core::CooOrder::Logical);
+    let b = moved.tensor.view();
+    for i in 0..a.len() {
+        assert_eq!(b.get(a.index(i).unwrap()).unwrap(), a.values[i]);
+    }
+}
+
+#[test]
+fn empty_input_gives_the_spec_empty_form() {
+    let built = build(&f64_coo(&[2, 3, 4], &[], &[]), &Options::default()).unwrap();
+    assert_eq!(levels_of(&built), vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])]);
+    assert!(csf_validate::validate_view(built.tensor.view()).is_ok());
+    let zero_extent = build(&f64_coo(&[2, 0, 4], &[], &[]), &Options::default()).unwrap();
+    assert_eq!(zero_extent.tensor.view().nnz(), 0);
+}
