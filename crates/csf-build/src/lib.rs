@@ -239,3 +239,8 @@ pub(crate) fn check_rank(rank: usize) -> Result<(), BuildError> {
     }
     Ok(())
 }
+
+/// The workspace README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct WorkspaceReadme;
