@@ -187,6 +187,7 @@ impl<'a> CsfView<'a> {
     }
 
     /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in.
+    #[cfg(feature = "alloc")]
     pub(crate) fn empty() -> CsfView<'static> {
         CsfView::assemble(
             &[0, 0, 0],

@@ -6,8 +6,6 @@
 //! `bare-metal`, as a `staticlib` with `panic=abort`. That final link step fails
 //! if std leaked in (std's `panic_impl` clashes with ours) or if anything needs
 //! an allocator (there is no `#[global_allocator]`).
-//!
-//! Element lookup will be added here once `csf-core` has it.
 #![cfg_attr(not(test), no_std)]
 
 use hurray_format::{csf, Container};
@@ -20,7 +18,7 @@ struct Aligned<const N: usize>([u8; N]);
 
 /// The CSF spec's example tensor (the one in `hurray-format`'s README): shape
 /// `[2, 3, 4]`, identity mode order, `f32` values `1.0..=4.0` at
-/// `(0,0,1) (0,0,3) (0,2,0) (0,2,2)`, as written by `hurray_format::encode_to_vec`.
+/// `(0,0,1) (0,2,3) (1,1,0) (1,1,2)`, as written by `hurray_format::encode_to_vec`.
 /// Rows are 16 bytes; each buffer starts on a 64-byte boundary. The test below
 /// re-encodes the tensor and fails if these bytes go stale.
 #[rustfmt::skip]
@@ -73,6 +71,27 @@ pub fn example_values_len() -> Option<usize> {
     container.buffer(csf::VALUES_BUFFER).map(<[u8]>::len)
 }
 
+/// Looks up logical index `(i, j, k)` of the embedded example with
+/// `csf-core`, as the spec's Element Lookup prescribes: the stored value,
+/// `0.0` for an implicit zero, or `NaN` when the index is outside the shape.
+///
+/// Exported with the C ABI so that the staticlib built by `cargo xtask nostd`
+/// really contains the decoder, the view and the lookup, not just their names.
+#[no_mangle]
+pub extern "C" fn hurray_example_lookup(i: u64, j: u64, k: u64) -> f32 {
+    lookup(&[i, j, k]).unwrap_or(f32::NAN)
+}
+
+fn lookup(index: &[u64; 3]) -> Option<f32> {
+    let container = Container::decode(&EXAMPLE.0).ok()?;
+    let view = csf_core::CsfView::from_container(&container).ok()?;
+    match view.get(index).ok()? {
+        Some(csf_core::Value::F32(v)) => Some(v),
+        None => Some(0.0),
+        Some(_) => None,
+    }
+}
+
 /// Without std there is no panic runtime: a bare-metal binary brings its own
 /// handler. This one spins, as a watchdog-reset firmware's would.
 #[cfg(all(feature = "bare-metal", not(test)))]
@@ -92,6 +111,14 @@ mod tests {
     #[test]
     fn embedded_example_decodes() {
         assert_eq!(example_values_len(), Some(16));
+    }
+
+    #[test]
+    fn embedded_example_lookups_follow_the_spec() {
+        assert_eq!(hurray_example_lookup(1, 1, 2), 4.0);
+        assert_eq!(hurray_example_lookup(0, 2, 3), 2.0);
+        assert_eq!(hurray_example_lookup(0, 1, 1), 0.0);
+        assert!(hurray_example_lookup(2, 0, 0).is_nan());
     }
 
     /// The embedded bytes are exactly what today's encoder writes; if the wire
