@@ -35,9 +35,11 @@ pub enum Mode {
     /// Every MUST of the CSF spec and of `docs/format.md` (the default).
     #[default]
     Strict,
-    /// Only what memory safety and the accessors' promises need: the rules
-    /// whose [`Rule::is_structural`] is true. For trusted data at full speed;
-    /// the accessors of `csf-core` stay total on whatever it lets through.
+    /// Skips what csf-layout.txt lets a permissive reader skip: the
+    /// `mode_order` permutation check and the storage invariants (the rules
+    /// whose [`Rule::is_structural`] is false). What remains is O(rank) and
+    /// reads no index array: trusted data at full speed. The accessors of
+    /// `csf-core` stay total on whatever it lets through.
     Permissive,
 }
 
@@ -121,7 +123,8 @@ pub fn validate_view(view: CsfView<'_>) -> Result<ValidCsf<'_>, Violation> {
 
 fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
     structure::check_mode_order(view.mode_order(), sink)?;
-    invariants::check_view(view, sink)
+    invariants::check_sizes(view, sink)?;
+    invariants::check_invariants(view, sink)
 }
 
 /// Validates `container` in `mode`, sending every violation and warning to

@@ -25,8 +25,15 @@ macro_rules! rules {
                 match self { $( Rule::$variant => $clause, )* }
             }
 
-            /// Whether permissive mode enforces it too: the rules that memory
-            /// safety and the accessors' promises rest on.
+            /// Whether permissive mode enforces it too. csf-layout.txt lets a
+            /// reader in permissive mode skip exactly two things: the check that
+            /// `mode_order` is a permutation, and the storage invariants. Every
+            /// other MUST (rank, buffer table, buffer sizes, `byte_offset`,
+            /// sharding, quantization devices, statistics `nnz`) holds in both
+            /// modes; all of those are O(rank) checks of the descriptor and of
+            /// buffer lengths, so permissive validation never reads an index
+            /// array and runs in constant time per level. The value-content
+            /// rules of `docs/format.md` are skipped too.
             pub const fn is_structural(self) -> bool {
                 match self { $( Rule::$variant => $structural, )* }
             }
@@ -46,21 +53,21 @@ rules! {
     /// A buffer the layout needs is missing (fewer than `2 * rank + 1`).
     MissingBuffer = "missing-buffer", "csf-layout § Buffer Table", true;
     /// `buffer_count` is not `2 * rank + 1` plus the quantization buffers.
-    BufferCount = "buffer-count", "csf-layout § Buffer Table", false;
+    BufferCount = "buffer-count", "csf-layout § Buffer Table", true;
     /// A `pos`/`crd` buffer is not a whole number of `u64`s.
     BufferNotU64 = "buffer-not-u64", "csf-layout § Buffer Size", true;
     /// The values buffer is not `nnz * width` (or `ceil(nnz / packing_factor)`) bytes.
-    ValuesSize = "values-size", "csf-layout § Buffer Size", false;
+    ValuesSize = "values-size", "csf-layout § Buffer Size", true;
     /// `pos_L` is not `(n_{L-1} + 1) * 8` bytes (`pos_0`: 16 bytes).
-    PosSize = "pos-size", "csf-layout § Buffer Size", false;
+    PosSize = "pos-size", "csf-layout § Buffer Size", true;
     /// `byte_offset` is not 0.
-    ByteOffset = "byte-offset", "csf-layout § Buffer Size", false;
+    ByteOffset = "byte-offset", "csf-layout § Buffer Size", true;
     /// A CSF tensor carries a shard descriptor.
-    ShardDescriptor = "shard-descriptor", "csf-layout § Sharding", false;
+    ShardDescriptor = "shard-descriptor", "csf-layout § Sharding", true;
     /// A quantization-parameter buffer's device tag differs from the values buffer's.
-    QuantizationDevice = "quantization-device", "csf-layout § Quantization Compatibility", false;
+    QuantizationDevice = "quantization-device", "csf-layout § Quantization Compatibility", true;
     /// The statistics section's `nnz` differs from the descriptor's.
-    StatisticsNnz = "statistics-nnz", "csf-layout § Interaction with Statistics Section", false;
+    StatisticsNnz = "statistics-nnz", "csf-layout § Interaction with Statistics Section", true;
     /// Invariant 1: `pos_L[0] = 0`.
     PosStart = "pos-start", "csf-layout § Storage Invariants 1", false;
     /// Invariant 2: `pos_L` is non-decreasing.

@@ -6,7 +6,7 @@ use hurray_format::{csf, Container, Descriptor};
 
 use csf_core::{CsfView, ViewError};
 
-use crate::invariants::check_view;
+use crate::invariants::{check_invariants, check_sizes};
 use crate::rule::{Rule, Violation, Warning};
 use crate::sink::{Sink, Stop};
 use crate::Mode;
@@ -27,8 +27,12 @@ pub(crate) fn check_container<'a>(
         }
     };
     if mode == Mode::Strict {
-        check_descriptor(d, sink)?;
-        check_view(&view, sink)?;
+        check_mode_order(&d.mode_order, sink)?;
+    }
+    check_descriptor(d, sink)?;
+    check_sizes(&view, sink)?;
+    if mode == Mode::Strict {
+        check_invariants(&view, sink)?;
     }
     Ok(Some(view))
 }
@@ -75,10 +79,9 @@ pub(crate) fn check_mode_order(mode_order: &[u32], sink: &mut dyn Sink) -> Resul
     Ok(())
 }
 
-/// Rules on descriptor fields alone (strict mode).
+/// Rules on descriptor fields alone, which hold in both modes.
 fn check_descriptor(d: &Descriptor, sink: &mut dyn Sink) -> Result<(), Stop> {
     let rank = d.rank();
-    check_mode_order(&d.mode_order, sink)?;
     // § Buffer Table: 2 * rank + 1, plus quantization buffers only with the section.
     let own = csf::buffer_count(rank);
     let count = d.buffers.len();
