@@ -240,6 +240,17 @@ fn check_values(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
                 }
             }
         }
+        // FP6 sits in the low six bits of its byte; the top two are padding.
+        Packing::Bytes(_)
+            if matches!(ty, hurray_format::ElementType::F6E2M3 | hurray_format::ElementType::F6E3M2) =>
+        {
+            for (i, &b) in bytes.iter().enumerate() {
+                if b & 0xc0 != 0 {
+                    let v = Violation::new(Rule::ValuesPadding, u64::from(b >> 6), 0);
+                    sink.violation(v.in_buffer(buffer).at_index(i as u64))?;
+                }
+            }
+        }
         Packing::Bytes(_) => {}
     }
     Ok(())

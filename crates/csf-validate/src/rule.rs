@@ -80,7 +80,8 @@ rules! {
     SiblingOrder = "sibling-order", "csf-layout § Storage Invariants 4", false;
     /// Invariant 5: `crd_L[i] < shape[mode_order[L]]`.
     CoordinateBounds = "coordinate-bounds", "csf-layout § Storage Invariants 5", false;
-    /// A sub-byte values buffer's unused high bits are not zero.
+    /// Unused value bits are not zero: the high nibble after an odd count of
+    /// 4-bit values, or the top two bits of an FP6 byte.
     ValuesPadding = "values-padding", "format.md § Data model (sub-byte packing)", false;
     /// A `bool` value is neither 0 nor 1.
     BoolValue = "bool-value", "format.md § Data model (bool)", false;
@@ -169,7 +170,7 @@ impl fmt::Display for Violation {
             Rule::CoordinateBounds => {
                 write!(f, "coordinate {found} is not below the level's bound {expected}")
             }
-            Rule::ValuesPadding => write!(f, "unused bits of the last values byte are {found:#x}, must be 0"),
+            Rule::ValuesPadding => write!(f, "unused bits of a values byte are {found:#x}, must be 0"),
             Rule::BoolValue => write!(f, "bool value byte is {found}, must be 0 or 1"),
         }?;
         let mut sep = " (";
