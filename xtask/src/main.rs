@@ -51,6 +51,12 @@ const TASKS: &[Task] = &[
     },
     Task { name: "bench", usage: "[ARGS...]", about: "cargo bench --workspace ARGS...", run: bench },
     Task {
+        name: "corpus",
+        usage: "",
+        about: "regenerate the malformed-file corpus in crates/csf-validate/tests/corpus from csf-testdata",
+        run: |args| no_args("corpus", args).and_then(|()| corpus()),
+    },
+    Task {
         name: "help",
         usage: "",
         about: "show this list",
@@ -237,6 +243,20 @@ fn fuzz(args: &[String]) -> Result {
 /// `cargo xtask bench -- --save-baseline main`.
 fn bench(args: &[String]) -> Result {
     run(cargo_cmd().args(["bench", "--workspace"]).args(args))
+}
+
+/// Rewrites `crates/csf-validate/tests/corpus/` (the `.hurray` files and
+/// `MANIFEST.tsv`) from `csf_testdata::corpus()`, deleting stale files, then
+/// checks the result. The writing is done by the corpus test itself with
+/// `HURRAY_BLESS=1` (the project's convention for regenerating fixtures), so
+/// xtask stays std-only and the files are exactly the ones the test compares.
+fn corpus() -> Result {
+    let test = ["test", "-p", "csf-validate", "--test", "corpus", "--", "--exact"];
+    run(cargo_cmd().env("HURRAY_BLESS", "1").args(test).arg("committed_corpus_matches_the_generator"))?;
+    eprintln!(
+        "corpus: written to crates/csf-validate/tests/corpus/; review `git status` and the diff, then commit"
+    );
+    Ok(())
 }
 
 fn no_args(task: &str, args: &[String]) -> Result {

@@ -7,6 +7,9 @@
 //!   levels), used as the oracle in tests and the baseline in benchmarks.
 //! - [`read_tns`] / [`shared_data`]: the real FROSTT tensors in `../shared/data`,
 //!   when that folder exists (tests must pass without it).
+//! - [`corpus`]: the malformed-file corpus, each file with its expected verdict.
+
+pub mod corpus;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
