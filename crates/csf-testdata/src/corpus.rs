@@ -1248,6 +1248,20 @@ fn values_cases(out: &mut Cases) {
         }),
     );
     out.strict(
+        "values-padding-f6e2m3",
+        "values-padding",
+        "f6e2m3 values whose third byte has bit 6 set (FP6 sits in the low six bits)",
+        &spec_with(ElementType::F6E2M3, &sample_values(ElementType::F6E2M3))
+            .with(|f| f.buffers[0].0[2] |= 0x40),
+    );
+    out.strict(
+        "values-padding-f6e3m2",
+        "values-padding",
+        "f6e3m2 values whose first byte has both top bits set",
+        &spec_with(ElementType::F6E3M2, &sample_values(ElementType::F6E3M2))
+            .with(|f| f.buffers[0].0[0] |= 0xc0),
+    );
+    out.strict(
         "bool-value-2",
         "bool-value",
         "bool values [1,2,1,1]: 2 is not a bool",

@@ -1,0 +1,642 @@
+//! One focused test per rule, asserting exactly where the violation is
+//! reported (rule, level, buffer, element index, found, expected), on views
+//! built from parts (`validate_view`) and on containers (`validate`); then the
+//! collect-all and fail-fast modes, warnings, permissive mode, and (feature
+//! `parallel`) that the parallel level checks report exactly what the
+//! sequential ones do.
+
+mod common;
+
+use common::{encode, f32_bytes, placed, Tree};
+use csf_validate::{
+    read, report, validate, validate_permissive, validate_view, validate_with, Error, Mode, Rule, Sink, Stop,
+    Violation, Warning,
+};
+use hurray_format::{
+    Container, DeviceTag, ElementType, FixedVec, QuantScheme, Quantization, ShardDescriptor, Statistics,
+};
+
+/// What a violation must say: rule, level, buffer, element index, found, expected.
+type Where = (Rule, Option<usize>, Option<usize>, Option<u64>, u64, u64);
+
+fn at(v: &Violation) -> Where {
+    (v.rule, v.level, v.buffer, v.index, v.found, v.expected)
+}
+
+/// The first violation strict validation of the tree's view reports.
+fn view_error(tree: &Tree) -> Violation {
+    let bytes = tree.level_bytes();
+    validate_view(tree.view(&bytes)).expect_err("the tree is broken")
+}
+
+/// The first violation strict validation of the tree as a container reports,
+/// checked to be the same as the view's when the view can be built.
+fn file_error(bytes: &[u8]) -> Violation {
+    let container = Container::decode(bytes).expect("decodes");
+    let v = validate(&container).expect_err("the file is broken");
+    assert_eq!(report(&container, Mode::Strict, 10).errors.first(), Some(&v), "report and validate agree");
+    match read(bytes, Mode::Strict) {
+        Err(Error::Invalid(r)) => assert_eq!(r, v),
+        other => panic!("read gave {other:?}"),
+    }
+    v
+}
+
+/// The same first violation from the view and from the container.
+fn both(tree: &Tree) -> Where {
+    let from_view = view_error(tree);
+    let from_file = file_error(&tree.encode());
+    assert_eq!(from_view, from_file, "validate_view and validate disagree");
+    at(&from_view)
+}
+
+#[test]
+fn the_spec_example_is_valid_both_ways() {
+    let tree = Tree::spec_example();
+    let bytes = tree.level_bytes();
+    let valid = validate_view(tree.view(&bytes)).expect("valid");
+    assert_eq!(valid.get_f64(&[1, 1, 2]).unwrap(), 4.0);
+    let file = tree.encode();
+    let container = Container::decode(&file).unwrap();
+    assert!(validate(&container).is_ok());
+    let r = report(&container, Mode::Strict, 100);
+    assert!(r.is_valid() && r.warnings.is_empty() && !r.truncated);
+}
+
+// ----------------------------------------------------------------------------
+// Storage invariants, on views and files.
+
+#[test]
+fn pos_start_at_each_level() {
+    for (level, buffer) in [(0, 1), (1, 3), (2, 5)] {
+        let mut t = Tree::spec_example();
+        t.pos(level)[0] = 1;
+        assert_eq!(both(&t), (Rule::PosStart, Some(level), Some(buffer), Some(0), 1, 0));
+    }
+}
+
+#[test]
+fn pos_decreasing_reports_the_smaller_entry_and_its_predecessor() {
+    let mut t = Tree::spec_example();
+    *t.pos(2) = vec![0, 2, 1, 4];
+    assert_eq!(both(&t), (Rule::PosDecreasing, Some(2), Some(5), Some(2), 1, 2));
+    // Two decreases: both reported, in order.
+    let mut t = Tree::spec_example();
+    *t.pos(2) = vec![0, 2, 1, 0, 4];
+    let file = t.encode();
+    // pos_2 has 5 entries for 3 parents: the size rule fires first, then the invariants.
+    let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 10);
+    let rules: Vec<(Rule, Option<u64>)> = r.errors.iter().map(|v| (v.rule, v.index)).collect();
+    assert_eq!(
+        rules,
+        [(Rule::PosSize, None), (Rule::PosDecreasing, Some(2)), (Rule::PosDecreasing, Some(3))]
+    );
+}
+
+#[test]
+fn terminal_count_at_each_level() {
+    let mut t = Tree::spec_example();
+    *t.pos(0) = vec![0, 1];
+    assert_eq!(both(&t), (Rule::TerminalCount, Some(0), Some(1), Some(1), 1, 2));
+    let mut t = Tree::spec_example();
+    *t.pos(1) = vec![0, 2, u64::MAX];
+    assert_eq!(both(&t), (Rule::TerminalCount, Some(1), Some(3), Some(2), u64::MAX, 3));
+    let mut t = Tree::spec_example();
+    *t.pos(2) = vec![0, 1, 2, 3];
+    assert_eq!(both(&t), (Rule::TerminalCount, Some(2), Some(5), Some(3), 3, 4));
+}
+
+#[test]
+fn leaf_count_compares_the_leaf_level_with_nnz() {
+    let mut t = Tree::spec_example();
+    t.nnz = 5;
+    t.values = f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(both(&t), (Rule::LeafCount, Some(2), Some(6), None, 4, 5));
+}
+
+#[test]
+fn sibling_order_reports_the_offending_child() {
+    let mut t = Tree::spec_example();
+    *t.crd(0) = vec![1, 0];
+    assert_eq!(both(&t), (Rule::SiblingOrder, Some(0), Some(2), Some(1), 0, 1));
+    let mut t = Tree::spec_example();
+    *t.crd(2) = vec![1, 3, 2, 0];
+    assert_eq!(both(&t), (Rule::SiblingOrder, Some(2), Some(6), Some(3), 0, 2));
+    // Duplicates are not strictly increasing.
+    let mut t = Tree::spec_example();
+    *t.crd(2) = vec![1, 3, 2, 2];
+    assert_eq!(both(&t), (Rule::SiblingOrder, Some(2), Some(6), Some(3), 2, 2));
+    // Order across two parents' slices is not a rule: [1 | 3 | 0, 2] has 3 > 0 at a slice boundary.
+    assert!(validate_view(Tree::spec_example().view(&Tree::spec_example().level_bytes())).is_ok());
+}
+
+#[test]
+fn coordinate_bounds_use_the_extent_of_the_stored_dimension() {
+    let mut t = Tree::spec_example();
+    *t.crd(1) = vec![0, 3, 1];
+    assert_eq!(both(&t), (Rule::CoordinateBounds, Some(1), Some(4), Some(1), 3, 3));
+    let mut t = Tree::spec_example();
+    *t.crd(2) = vec![1, 3, 0, u64::MAX];
+    assert_eq!(both(&t), (Rule::CoordinateBounds, Some(2), Some(6), Some(3), u64::MAX, 4));
+
+    // Mode order [2, 1, 0] on shape [2, 3, 4]: level 0 is bounded by 4, level 2 by 2.
+    let coo = csf_testdata::Coo {
+        shape: vec![2, 3, 4],
+        indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0, 1, 1, 2],
+        values: vec![1.0, 2.0, 3.0, 4.0],
+    };
+    let t = Tree::from_arrays(&csf_testdata::reference_csf(&coo, &[2, 1, 0]));
+    assert_eq!(t.levels[0].1, [0, 1, 2, 3], "coordinates of dimension 2 up to 3 are fine at level 0");
+    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    let mut bad = t.clone();
+    let last = bad.crd(2).len() - 1;
+    bad.crd(2)[last] = 2; // the last leaf's fiber ends with 1; 2 < shape[2] = 4 but not < shape[0] = 2
+    assert_eq!(both(&bad), (Rule::CoordinateBounds, Some(2), Some(6), Some(last as u64), 2, 2));
+}
+
+#[test]
+fn a_broken_mode_order_suspends_the_bounds_check() {
+    // With mode_order [0, 0, 2] the level bounds are unknown: only the
+    // permutation is reported, not a cascade of bound violations.
+    let mut t = Tree::spec_example();
+    t.mode_order = vec![0, 0, 2];
+    *t.crd(1) = vec![0, 2, 1];
+    let file = t.encode();
+    let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 100);
+    assert_eq!(
+        r.errors.iter().map(at).collect::<Vec<_>>(),
+        [(Rule::ModeOrderNotPermutation, None, None, Some(1), 0, 3)]
+    );
+}
+
+#[test]
+fn mode_order_not_permutation_names_each_bad_position() {
+    let mut t = Tree::spec_example();
+    t.mode_order = vec![0, 0, 2];
+    assert_eq!(both(&t), (Rule::ModeOrderNotPermutation, None, None, Some(1), 0, 3));
+    t.mode_order = vec![0, 1, 3];
+    assert_eq!(both(&t), (Rule::ModeOrderNotPermutation, None, None, Some(2), 3, 3));
+    t.mode_order = vec![2, 2, 2];
+    let r = report(&Container::decode(&t.encode()).unwrap(), Mode::Strict, 100);
+    let positions: Vec<_> = r.errors.iter().map(|v| (v.rule, v.index)).collect();
+    assert_eq!(
+        positions,
+        [(Rule::ModeOrderNotPermutation, Some(1)), (Rule::ModeOrderNotPermutation, Some(2))]
+    );
+}
+
+#[test]
+fn every_non_identity_mode_order_is_neither_error_nor_warning() {
+    let coo = csf_testdata::synthetic(&[3, 4, 5], 30, csf_testdata::Distribution::Uniform, 11);
+    for order in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+        let t = Tree::from_arrays(&csf_testdata::reference_csf(&coo, &order));
+        assert!(validate_view(t.view(&t.level_bytes())).is_ok(), "{order:?}");
+        let file = t.encode();
+        let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 100);
+        assert!(r.errors.is_empty() && r.warnings.is_empty(), "{order:?}: {r:?}");
+    }
+    let coo = csf_testdata::synthetic(&[2, 3, 2, 3, 2], 20, csf_testdata::Distribution::Uniform, 12);
+    let t = Tree::from_arrays(&csf_testdata::reference_csf(&coo, &[4, 2, 0, 3, 1]));
+    let r = report(&Container::decode(&t.encode()).unwrap(), Mode::Strict, 100);
+    assert!(r.errors.is_empty() && r.warnings.is_empty());
+}
+
+// ----------------------------------------------------------------------------
+// Buffer sizes and values.
+
+#[test]
+fn pos_size_names_the_level_and_the_entry_counts() {
+    let mut t = Tree::spec_example();
+    t.pos(1).push(3);
+    assert_eq!(both(&t), (Rule::PosSize, Some(1), Some(3), None, 4, 3));
+    let mut t = Tree::spec_example();
+    *t.pos(0) = vec![0, 2, 2];
+    assert_eq!(both(&t), (Rule::PosSize, Some(0), Some(1), None, 3, 2));
+    // The empty tensor: pos_L = [0] for L >= 1.
+    let mut e = Tree::spec_example();
+    e.nnz = 0;
+    e.values.clear();
+    e.levels = vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])];
+    assert!(validate_view(e.view(&e.level_bytes())).is_ok());
+    let mut bad = e.clone();
+    *bad.pos(2) = vec![0, 0];
+    assert_eq!(both(&bad), (Rule::PosSize, Some(2), Some(5), None, 2, 1));
+    let mut bad = e.clone();
+    *bad.pos(1) = vec![];
+    assert_eq!(both(&bad), (Rule::PosSize, Some(1), Some(3), None, 0, 1));
+}
+
+#[test]
+fn values_size_for_whole_byte_and_sub_byte_types() {
+    let mut t = Tree::spec_example();
+    t.values.pop();
+    assert_eq!(both(&t), (Rule::ValuesSize, None, Some(0), None, 15, 16));
+    let mut t = Tree::spec_example();
+    t.element_type = ElementType::F64;
+    assert_eq!(both(&t), (Rule::ValuesSize, None, Some(0), None, 16, 32));
+    // ceil(nnz / 2) for the 4-bit types.
+    let mut t = Tree::spec_example();
+    t.element_type = ElementType::NF4;
+    t.values = vec![0x21, 0x43];
+    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    t.values.push(0);
+    assert_eq!(both(&t), (Rule::ValuesSize, None, Some(0), None, 3, 2));
+    t.nnz = 3;
+    t.levels[2] = (vec![0, 1, 2, 3], vec![1, 3, 0]);
+    t.values = vec![0x21];
+    assert_eq!(both(&t), (Rule::ValuesSize, None, Some(0), None, 1, 2));
+}
+
+#[test]
+fn values_padding_and_bool_values() {
+    let mut t = Tree::spec_example();
+    t.element_type = ElementType::I4;
+    t.nnz = 3;
+    t.levels[2] = (vec![0, 1, 2, 3], vec![1, 3, 0]);
+    t.values = vec![0x21, 0x03];
+    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    t.values = vec![0x21, 0xf3];
+    assert_eq!(both(&t), (Rule::ValuesPadding, None, Some(0), Some(1), 0xf, 0));
+
+    // FP6: the top two bits of every byte are padding.
+    let mut t = Tree::spec_example();
+    t.element_type = ElementType::F6E2M3;
+    t.values = vec![0x08, 0x30, 0x14, 0x18];
+    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    t.values[2] |= 0x80;
+    assert_eq!(both(&t), (Rule::ValuesPadding, None, Some(0), Some(2), 0b10, 0));
+
+    let mut t = Tree::spec_example();
+    t.element_type = ElementType::Bool;
+    t.values = vec![1, 2, 0, 1];
+    assert_eq!(both(&t), (Rule::BoolValue, None, Some(0), Some(1), 2, 1));
+    t.values = vec![1, 1, 0, 0xff];
+    assert_eq!(both(&t), (Rule::BoolValue, None, Some(0), Some(3), 0xff, 1));
+}
+
+// ----------------------------------------------------------------------------
+// Descriptor rules, on files.
+
+#[test]
+fn rank_below_3() {
+    for (shape, order) in [(vec![], vec![]), (vec![5], vec![0]), (vec![3, 4], vec![0, 1])] {
+        let rank = shape.len();
+        let levels: Vec<(Vec<u64>, Vec<u64>)> =
+            (0..rank).map(|l| (if l == 0 { vec![0, 0] } else { vec![0] }, vec![])).collect();
+        let t =
+            Tree { element_type: ElementType::F32, shape, mode_order: order, nnz: 0, levels, values: vec![] };
+        let v = file_error(&t.encode());
+        assert_eq!(at(&v), (Rule::RankBelow3, None, None, None, rank as u64, 3));
+        let c = t.encode();
+        assert_eq!(validate_permissive(&Container::decode(&c).unwrap()).unwrap_err(), v, "structural");
+    }
+}
+
+#[test]
+fn mode_order_length() {
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.mode_order = FixedVec::from_slice(&[0, 1]).unwrap();
+    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::ModeOrderLength, None, None, None, 2, 3));
+    d.mode_order = FixedVec::from_slice(&[0, 1, 2, 3]).unwrap();
+    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::ModeOrderLength, None, None, None, 4, 3));
+}
+
+#[test]
+fn missing_buffer_and_buffer_count() {
+    let t = Tree::spec_example();
+    let mut buffers = t.buffers();
+    buffers.pop();
+    assert_eq!(
+        at(&file_error(&encode(&t.descriptor(), &buffers))),
+        (Rule::MissingBuffer, None, None, None, 6, 7)
+    );
+    let mut buffers = t.buffers();
+    buffers.push(vec![]);
+    assert_eq!(
+        at(&file_error(&encode(&t.descriptor(), &buffers))),
+        (Rule::BufferCount, None, None, None, 8, 7)
+    );
+    // With a quantization section, at least one parameter buffer and at most 8.
+    let mut d = t.descriptor();
+    d.quantization = Some(per_tensor());
+    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::BufferCount, None, None, None, 7, 8));
+    let mut buffers = t.buffers();
+    buffers.extend((0..9).map(|_| vec![0; 4]));
+    assert_eq!(at(&file_error(&encode(&d, &buffers))), (Rule::BufferCount, None, None, None, 16, 8));
+    let mut buffers = t.buffers();
+    buffers.extend((0..8).map(|_| vec![0; 4]));
+    assert!(
+        validate(&Container::decode(&encode(&d, &buffers)).unwrap()).is_ok(),
+        "8 parameter buffers are fine"
+    );
+}
+
+#[test]
+fn buffer_not_u64_names_the_buffer_and_its_level() {
+    let t = Tree::spec_example();
+    for (buffer, level) in [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2), (6, 2)] {
+        let mut buffers = t.buffers();
+        buffers[buffer].push(0);
+        let len = buffers[buffer].len() as u64;
+        let v = file_error(&encode(&t.descriptor(), &buffers));
+        assert_eq!(at(&v), (Rule::BufferNotU64, Some(level), Some(buffer), None, len, 8));
+    }
+}
+
+fn per_tensor() -> Quantization {
+    Quantization {
+        scheme: QuantScheme::PerTensor,
+        axis: 0,
+        block_size: 0,
+        scale_type: ElementType::F32,
+        zero_point_type: None,
+    }
+}
+
+#[test]
+fn byte_offset_shard_and_statistics_nnz() {
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.byte_offset = 64;
+    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::ByteOffset, None, None, None, 64, 0));
+
+    let mut d = t.descriptor();
+    d.shard = Some(ShardDescriptor {
+        shard_index: 1,
+        shard_count: 2,
+        shard_offset: FixedVec::from_slice(&[1, 0, 0]).unwrap(),
+    });
+    assert_eq!(file_error(&encode(&d, &t.buffers())).rule, Rule::ShardDescriptor);
+
+    let mut d = t.descriptor();
+    d.statistics = Some(Statistics { nnz: 5, sparsity_ratio: 1.0 - 4.0 / 24.0, min: None, max: None });
+    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::StatisticsNnz, None, None, None, 5, 4));
+}
+
+#[test]
+fn quantization_buffers_share_the_values_device() {
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.quantization = Some(per_tensor());
+    let _ = d.buffers.push(Default::default());
+    let mut buffers = t.buffers();
+    buffers.push(0.5f32.to_le_bytes().to_vec());
+    assert!(validate(&Container::decode(&encode(&d, &buffers)).unwrap()).is_ok());
+
+    let mut off = d;
+    off.buffers.as_mut_slice()[7].device_tag = DeviceTag::CUDA;
+    assert_eq!(
+        at(&file_error(&encode(&off, &buffers))),
+        (Rule::QuantizationDevice, None, Some(7), None, 1, 0)
+    );
+    // The values buffer moves with its parameters: fine. The index buffers' tags are free.
+    let mut moved = off;
+    moved.buffers.as_mut_slice()[0].device_tag = DeviceTag::CUDA;
+    moved.buffers.as_mut_slice()[3].device_tag = DeviceTag::METAL;
+    assert!(validate(&Container::decode(&encode(&moved, &buffers)).unwrap()).is_ok());
+}
+
+#[test]
+fn violations_display_their_rule_clause_and_location() {
+    let mut t = Tree::spec_example();
+    *t.crd(2) = vec![1, 3, 2, 0];
+    let text = view_error(&t).to_string();
+    for part in ["level 2", "buffer 6", "element 3", "sibling-order", "Storage Invariants 4"] {
+        assert!(text.contains(part), "{text:?} lacks {part:?}");
+    }
+    for rule in Rule::ALL {
+        let clause = rule.clause();
+        assert!(clause.starts_with("csf-layout") || clause.starts_with("format.md"), "{clause}");
+        assert!(
+            !rule.id().is_empty()
+                && rule.id().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Collect-all, fail-fast, sinks, warnings, permissive mode.
+
+/// The spec example with five invariant violations over three levels and
+/// four buffers.
+fn five_faults() -> Tree {
+    let mut t = Tree::spec_example();
+    *t.crd(0) = vec![1, 0]; // sibling-order, buffer 2, element 1
+    *t.pos(1) = vec![1, 2, 3]; // pos-start, buffer 3, element 0
+    *t.crd(1) = vec![0, 3, 1]; // coordinate-bounds, buffer 4, element 1
+    *t.crd(2) = vec![1, 4, 2, 0]; // coordinate-bounds at element 1, sibling-order at element 3, buffer 6
+    t
+}
+
+#[test]
+fn collect_all_reports_every_fault_in_buffer_order_up_to_the_cap() {
+    let file = five_faults().encode();
+    let container = Container::decode(&file).unwrap();
+    let all = report(&container, Mode::Strict, 100);
+    let found: Vec<_> = all.errors.iter().map(|v| (v.rule, v.buffer, v.index)).collect();
+    assert_eq!(
+        found,
+        [
+            (Rule::SiblingOrder, Some(2), Some(1)),
+            (Rule::PosStart, Some(3), Some(0)),
+            (Rule::CoordinateBounds, Some(4), Some(1)),
+            (Rule::CoordinateBounds, Some(6), Some(1)),
+            (Rule::SiblingOrder, Some(6), Some(3)),
+        ]
+    );
+    assert!(!all.truncated && !all.is_valid());
+    let buffers: Vec<_> = all.errors.iter().map(|v| v.buffer).collect();
+    assert!(buffers.windows(2).all(|w| w[0] <= w[1]), "buffer order");
+
+    let capped = report(&container, Mode::Strict, 3);
+    assert_eq!(capped.errors, all.errors[..3]);
+    assert!(capped.truncated);
+    let exact = report(&container, Mode::Strict, 5);
+    assert_eq!(exact.errors, all.errors);
+    assert!(!exact.truncated, "the cap was reached but nothing was left out");
+    let none = report(&container, Mode::Strict, 0);
+    assert!(none.errors.is_empty() && none.truncated);
+
+    // Fail-fast gives the first one; so does validate_view.
+    assert_eq!(validate(&container).unwrap_err(), all.errors[0]);
+    assert_eq!(view_error(&five_faults()), all.errors[0]);
+    // Permissive mode skips all five: they are storage invariants.
+    assert!(validate_permissive(&container).is_ok());
+    assert!(report(&container, Mode::Permissive, 100).errors.is_empty());
+}
+
+#[test]
+fn a_sink_sees_the_same_stream_and_can_stop_it() {
+    struct Counting {
+        seen: Vec<Rule>,
+        stop_after: usize,
+    }
+    impl Sink for Counting {
+        fn violation(&mut self, v: Violation) -> Result<(), Stop> {
+            self.seen.push(v.rule);
+            if self.seen.len() >= self.stop_after {
+                Err(Stop)
+            } else {
+                Ok(())
+            }
+        }
+    }
+    let file = five_faults().encode();
+    let container = Container::decode(&file).unwrap();
+    let mut all = Counting { seen: vec![], stop_after: usize::MAX };
+    assert!(
+        validate_with(&container, Mode::Strict, &mut all).is_some(),
+        "the view exists: no structural fault"
+    );
+    let want: Vec<Rule> = report(&container, Mode::Strict, 100).errors.iter().map(|v| v.rule).collect();
+    assert_eq!(all.seen, want);
+    let mut two = Counting { seen: vec![], stop_after: 2 };
+    let _ = validate_with(&container, Mode::Strict, &mut two);
+    assert_eq!(two.seen, want[..2]);
+    // A structural fault: no view.
+    let t = Tree::spec_example();
+    let mut buffers = t.buffers();
+    buffers.truncate(3);
+    let short = encode(&t.descriptor(), &buffers);
+    let mut one = Counting { seen: vec![], stop_after: usize::MAX };
+    assert!(validate_with(&Container::decode(&short).unwrap(), Mode::Permissive, &mut one).is_none());
+    assert_eq!(one.seen, [Rule::MissingBuffer]);
+}
+
+#[test]
+fn warnings_never_make_a_file_invalid() {
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.statistics = Some(Statistics { nnz: 4, sparsity_ratio: 0.5, min: None, max: None });
+    let file = encode(&d, &t.buffers());
+    let container = Container::decode(&file).unwrap();
+    assert!(validate(&container).is_ok());
+    let r = report(&container, Mode::Strict, 100);
+    assert!(r.is_valid());
+    match r.warnings.as_slice() {
+        [w @ Warning::SparsityRatio { found, expected }] => {
+            assert_eq!((*found, *expected), (0.5, 1.0 - 4.0 / 24.0));
+            assert_eq!(w.id(), "sparsity-ratio");
+            assert!(w.to_string().contains("SHOULD"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A sink that refuses every violation still gets the warning and does not stop on it.
+    struct StopAll(usize);
+    impl Sink for StopAll {
+        fn violation(&mut self, _: Violation) -> Result<(), Stop> {
+            Err(Stop)
+        }
+        fn warning(&mut self, _: Warning) {
+            self.0 += 1;
+        }
+    }
+    let mut sink = StopAll(0);
+    assert!(validate_with(&container, Mode::Strict, &mut sink).is_some());
+    assert_eq!(sink.0, 1);
+    // Consistent statistics: no warning.
+    d.statistics =
+        Some(Statistics { nnz: 4, sparsity_ratio: 1.0 - 4.0 / 24.0, min: Some(1.0), max: Some(4.0) });
+    let r = report(&Container::decode(&encode(&d, &t.buffers())).unwrap(), Mode::Strict, 100);
+    assert!(r.is_valid() && r.warnings.is_empty());
+}
+
+#[test]
+fn permissive_mode_enforces_exactly_the_structural_rules() {
+    // Non-structural breakages pass permissive validation, and the accessors work on them.
+    let mut t = Tree::spec_example();
+    t.mode_order = vec![2, 2, 0];
+    *t.crd(2) = vec![3, 1, 9, 0];
+    *t.pos(1) = vec![3, 0, 7];
+    let file = t.encode();
+    let view = read(&file, Mode::Permissive).expect("permissive accepts invariant breakage");
+    let mut n = 0;
+    view.for_each(|_, _| n += 1);
+    assert!(n <= 4);
+    assert!(read(&file, Mode::Strict).is_err());
+    let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 100);
+    assert!(r.errors.iter().all(|v| !v.rule.is_structural()), "{r:?}");
+    // Structural ones fail both modes with the same violation.
+    let mut d = t.descriptor();
+    d.byte_offset = 8;
+    let file = encode(&d, &Tree::spec_example().buffers());
+    let c = Container::decode(&file).unwrap();
+    assert_eq!(validate_permissive(&c).unwrap_err().rule, Rule::ByteOffset);
+    assert!(Rule::ByteOffset.is_structural());
+}
+
+// ----------------------------------------------------------------------------
+// The parallel level checks (feature `parallel`) against the sequential ones.
+
+#[cfg(feature = "parallel")]
+mod parallel {
+    use super::*;
+    use csf_testdata::{reference_csf, synthetic, Distribution};
+
+    /// ~300k non-zeros, whose leaf level (~190k parents, ~300k nodes) is over
+    /// the parallel threshold of 2^18 entries and spans several chunks.
+    fn large() -> Tree {
+        let coo = synthetic(&[100, 3000, 1000], 300_000, Distribution::Uniform, 2024);
+        let t = Tree::from_arrays(&reference_csf(&coo, &[0, 1, 2]));
+        assert!(t.levels[2].0.len() + t.levels[2].1.len() > 1 << 18);
+        assert!(t.levels[2].0.len() > 2 << 16, "several chunks of parents");
+        t
+    }
+
+    /// Validates `file` at an 8-aligned address (native arrays: the parallel
+    /// path) and at an odd one (byte-wise arrays: always sequential), and
+    /// checks that every output is identical.
+    fn same_both_ways(file: &[u8]) -> csf_validate::Report {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let aligned = Container::decode(placed(file, &mut a, 0)).unwrap();
+        let odd = Container::decode(placed(file, &mut b, 1)).unwrap();
+        let view = validate_permissive(&aligned).unwrap();
+        assert!(view.levels().iter().all(|l| l.pos.as_native().is_some() && l.crd.as_native().is_some()));
+        let view = validate_permissive(&odd).unwrap();
+        assert!(view.levels().iter().all(|l| l.crd.as_native().is_none()));
+        for cap in [1, 3, 1000] {
+            assert_eq!(report(&aligned, Mode::Strict, cap), report(&odd, Mode::Strict, cap), "cap {cap}");
+        }
+        assert_eq!(validate(&aligned).err(), validate(&odd).err());
+        report(&aligned, Mode::Strict, 1000)
+    }
+
+    #[test]
+    fn parallel_and_sequential_reports_are_identical() {
+        let t = large();
+        assert!(same_both_ways(&t.encode()).errors.is_empty());
+        let leaf_parents = t.levels[2].0.len() - 1;
+        let nodes = t.levels[2].1.len();
+
+        // One corrupted element at a time, in different chunks.
+        let mut cases: Vec<(&str, Tree)> = Vec::new();
+        let mut s = t.clone();
+        let first = s.levels[2].0[150_000] as usize;
+        s.crd(2)[first] = u64::MAX; // out of bounds, and above its next sibling if it has one
+        cases.push(("bound", s));
+        let mut s = t.clone();
+        let k =
+            (1..leaf_parents).find(|&k| s.levels[2].0[k + 1] - s.levels[2].0[k] >= 2 && k > 70_000).unwrap();
+        let start = s.levels[2].0[k] as usize;
+        s.crd(2).swap(start, start + 1);
+        cases.push(("siblings", s));
+        let mut s = t.clone();
+        s.pos(2)[1 << 16] += 1_000; // decreasing after, at a chunk boundary
+        cases.push(("pos at a chunk boundary", s));
+        let mut s = t.clone();
+        s.pos(2)[leaf_parents] = nodes as u64 - 1;
+        cases.push(("terminal", s));
+        let mut s = t.clone();
+        s.pos(2)[0] = 1;
+        cases.push(("start", s));
+        let mut s = t.clone();
+        let last = s.crd(2).len() - 1;
+        s.crd(2)[last] = 1000;
+        cases.push(("last leaf", s));
+        for (name, tree) in cases {
+            let r = same_both_ways(&tree.encode());
+            assert!(!r.errors.is_empty(), "{name}: the corruption is reported");
+        }
+    }
+}
