@@ -1,0 +1,268 @@
+//! The command line, as clap parses it. Malformed arguments (a shape that is
+//! not a list of integers, a mode order that is not a permutation, an
+//! unknown dtype) are rejected here, so they exit 2 like every usage error.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hurray_format::limits::MAX_RANK;
+use hurray_format::ElementType;
+
+/// Convert, inspect, validate, query and dump Hurray CSF sparse tensors.
+#[derive(Debug, Parser)]
+#[command(name = "hurray", version, about, max_term_width = 100)]
+#[command(after_help = "Exit status: 0 success, 1 invalid or unreadable data, 2 usage error.")]
+pub struct Cli {
+    /// No progress bars and no notes on stderr (errors are still reported).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Worker threads (default: one per core; RAYON_NUM_THREADS also sets it).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Convert a FROSTT .tns file (gzip read transparently) to a Hurray CSF file.
+    Convert(ConvertArgs),
+    /// Describe a file: element type, shape, mode order, nnz, levels, sizes.
+    Inspect(InspectArgs),
+    /// Check a file against every rule of the CSF spec; exit 1 when it breaks one.
+    Validate(ValidateArgs),
+    /// Print the value at each 0-based logical index (0 for an implicit zero).
+    Get(GetArgs),
+    /// Print the non-zeros in iteration order, as .tns or JSON.
+    Dump(DumpArgs),
+}
+
+/// `hurray convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The .tns file: one non-zero a line, 1-based coordinates then the value.
+    #[arg(value_name = "IN.tns")]
+    pub input: PathBuf,
+    /// The Hurray file to write (atomically: a temporary file is renamed into place).
+    #[arg(short, long, value_name = "OUT.hurray")]
+    pub output: PathBuf,
+    /// The shape; by default the largest coordinate of each dimension.
+    #[arg(long, value_name = "D0,D1,...", value_parser = parse_shape)]
+    pub shape: Option<Shape>,
+    /// Which logical dimension each tree level stores: identity (the default),
+    /// auto (the smallest tree), or a permutation such as 2,0,1.
+    #[arg(long, value_name = "identity|auto|P0,P1,...", default_value = "identity", value_parser = parse_mode_order)]
+    pub mode_order: ModeOrderArg,
+    /// Element type of the values. The default, f64, keeps every decimal
+    /// value of the file exactly as `dump` prints it back.
+    #[arg(long, value_name = "TYPE", default_value = "f64", value_parser = parse_dtype)]
+    pub dtype: ElementType,
+    /// What to do with two lines at the same index.
+    #[arg(long, value_enum, default_value_t = DuplicatesArg::Error)]
+    pub duplicates: DuplicatesArg,
+    /// Drop lines whose value is zero (kept by default: they are stored values).
+    #[arg(long)]
+    pub drop_zeros: bool,
+    /// Leave out the statistics section (nnz, sparsity, min, max).
+    #[arg(long)]
+    pub no_statistics: bool,
+    /// Print the time of each phase (read, parse, build, write) on stderr.
+    #[arg(long)]
+    pub timings: bool,
+}
+
+/// `hurray inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The Hurray file.
+    pub file: PathBuf,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Describe the file even if it breaks storage invariants.
+    #[arg(long)]
+    pub permissive: bool,
+}
+
+/// `hurray validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The Hurray file.
+    pub file: PathBuf,
+    /// Check only what safe reading needs (csf-layout's permissive mode).
+    #[arg(long)]
+    pub permissive: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many violations.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_errors: u32,
+}
+
+/// `hurray get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The Hurray file.
+    pub file: PathBuf,
+    /// 0-based logical indices, one argument each: I0,I1,...
+    #[arg(value_name = "I0,I1,...", required = true, value_parser = parse_index)]
+    pub indices: Vec<Index>,
+    /// Read without the strict checks.
+    #[arg(long)]
+    pub permissive: bool,
+}
+
+/// `hurray dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The Hurray file.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DumpFormat::Tns)]
+    pub format: DumpFormat,
+    /// Write here (atomically) instead of stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Read without the strict checks.
+    #[arg(long)]
+    pub permissive: bool,
+}
+
+/// `dump --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DumpFormat {
+    /// 1-based coordinates then the value, one non-zero a line (FROSTT).
+    Tns,
+    /// One JSON object: shape, mode order, levels (pos, crd), values.
+    Json,
+}
+
+/// `convert --duplicates`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DuplicatesArg {
+    /// Fail, naming both lines.
+    Error,
+    /// Add the values (integers wrap; bool is OR).
+    Sum,
+    /// Keep the value of the last line.
+    Last,
+    /// Keep the value of the first line.
+    First,
+}
+
+/// `convert --mode-order`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModeOrderArg {
+    /// `[0, 1, ..., rank-1]`.
+    Identity,
+    /// The order whose tree stores the fewest bytes.
+    Auto,
+    /// This permutation.
+    Explicit(Vec<u32>),
+}
+
+/// A `--shape`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<u64>);
+
+/// A logical index given to `get`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Index(pub Vec<u64>);
+
+fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, String> {
+    text.split(',')
+        .map(|part| {
+            let part = part.trim();
+            part.parse::<T>().map_err(|_| format!("'{part}' is not a non-negative integer ({what})"))
+        })
+        .collect()
+}
+
+fn parse_shape(text: &str) -> Result<Shape, String> {
+    let shape: Vec<u64> = parse_list(text, "expected D0,D1,...")?;
+    if shape.len() < 3 {
+        return Err(format!(
+            "{} dimensions: CSF needs rank >= 3 (store rank-1 and rank-2 tensors as COO, CSR or CSC)",
+            shape.len()
+        ));
+    }
+    if shape.len() > MAX_RANK {
+        return Err(format!("{} dimensions: the rank is capped at {MAX_RANK}", shape.len()));
+    }
+    Ok(Shape(shape))
+}
+
+fn parse_index(text: &str) -> Result<Index, String> {
+    parse_list(text, "expected I0,I1,...").map(Index)
+}
+
+fn parse_mode_order(text: &str) -> Result<ModeOrderArg, String> {
+    match text {
+        "identity" => return Ok(ModeOrderArg::Identity),
+        "auto" => return Ok(ModeOrderArg::Auto),
+        _ => {}
+    }
+    let order: Vec<u32> = parse_list(text, "expected identity, auto or a permutation P0,P1,...")?;
+    let mut seen = vec![false; order.len()];
+    for &d in &order {
+        match seen.get_mut(d as usize) {
+            Some(slot) if !*slot => *slot = true,
+            _ => return Err(format!("{text} is not a permutation of 0..{}", order.len())),
+        }
+    }
+    Ok(ModeOrderArg::Explicit(order))
+}
+
+/// The element types `convert` writes.
+pub const CONVERT_TYPES: &[ElementType] = &[
+    ElementType::F64,
+    ElementType::F32,
+    ElementType::I64,
+    ElementType::I32,
+    ElementType::I16,
+    ElementType::I8,
+    ElementType::U64,
+    ElementType::U32,
+    ElementType::U16,
+    ElementType::U8,
+    ElementType::Bool,
+];
+
+fn parse_dtype(text: &str) -> Result<ElementType, String> {
+    let names = || CONVERT_TYPES.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ");
+    match ElementType::from_name(text) {
+        Some(t) if CONVERT_TYPES.contains(&t) => Ok(t),
+        Some(t) => Err(format!("unsupported --dtype for convert: {t} (supported: {})", names())),
+        None => Err(format!("unknown element type '{text}' (supported: {})", names())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn argument_values_are_checked() {
+        assert_eq!(parse_shape("2,3,4"), Ok(Shape(vec![2, 3, 4])));
+        assert!(parse_shape("2,3").unwrap_err().contains("rank >= 3"));
+        assert!(parse_shape("2,x,4").is_err());
+        assert_eq!(parse_mode_order("auto"), Ok(ModeOrderArg::Auto));
+        assert_eq!(parse_mode_order("2,0,1"), Ok(ModeOrderArg::Explicit(vec![2, 0, 1])));
+        assert!(parse_mode_order("0,0,1").unwrap_err().contains("not a permutation"));
+        assert!(parse_mode_order("0,1,3").is_err());
+        assert_eq!(parse_dtype("f32"), Ok(ElementType::F32));
+        assert!(parse_dtype("f16").unwrap_err().contains("unsupported --dtype for convert"));
+        assert!(parse_dtype("float").unwrap_err().contains("unknown element type"));
+        assert_eq!(parse_index("0, 1,2"), Ok(Index(vec![0, 1, 2])));
+        assert!(parse_index("a,b").is_err());
+    }
+}

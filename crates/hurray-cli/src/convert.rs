@@ -1,0 +1,296 @@
+//! `hurray convert IN.tns -o OUT.hurray`: read, parse, build, write.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options};
+use hurray_format::limits::MAX_RANK;
+use hurray_format::ElementType;
+
+use crate::cli::{ConvertArgs, DuplicatesArg, ModeOrderArg};
+use crate::error::{Error, Result};
+use crate::files::{self, Output};
+use crate::format;
+use crate::progress::{self, Progress};
+use crate::tns::{self, Bool, TnsValue};
+
+/// Global options that `convert` honours.
+pub struct Context {
+    /// `--quiet`.
+    pub quiet: bool,
+}
+
+/// How long each phase took, and what it did.
+struct Timings {
+    read: Duration,
+    read_how: &'static str,
+    input_bytes: usize,
+    parse: Duration,
+    lines: u64,
+    chunks: usize,
+    nnz_in: usize,
+    build: Duration,
+    nnz: u64,
+    write: Duration,
+    file_bytes: u64,
+}
+
+/// Runs `convert`.
+pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
+    let path = args.input.as_path();
+    let started = Instant::now();
+    let (input, gzip) = files::open_text(path)?;
+    let read = started.elapsed();
+
+    let shape = args.shape.as_ref().map(|s| s.0.as_slice());
+    let first = tns::first_data_line(&input);
+    let rank = match (shape, first) {
+        (Some(shape), Some(first)) if first.fields != shape.len() + 1 => {
+            return Err(Error::line(
+                path,
+                first.line,
+                format!(
+                    "found {} fields, but --shape has {} dimensions (expected {} coordinates and a value)",
+                    first.fields,
+                    shape.len(),
+                    shape.len()
+                ),
+            ));
+        }
+        (Some(shape), _) => shape.len(),
+        (None, Some(first)) => check_rank(path, first)?,
+        (None, None) => {
+            return Err(Error::data(path, "no non-zeros in the file: give --shape to write an empty tensor"));
+        }
+    };
+    if let ModeOrderArg::Explicit(order) = &args.mode_order {
+        if order.len() != rank {
+            return Err(Error::data(
+                path,
+                format!("--mode-order has {} entries, the tensor has rank {rank}", order.len()),
+            ));
+        }
+    }
+    let mut timings = Timings {
+        read,
+        read_how: input.how(gzip),
+        input_bytes: input.len(),
+        parse: Duration::ZERO,
+        lines: 0,
+        chunks: 0,
+        nnz_in: 0,
+        build: Duration::ZERO,
+        nnz: 0,
+        write: Duration::ZERO,
+        file_bytes: 0,
+    };
+    let job = Job { args, cx, rank, input, timings: &mut timings };
+    let built = match args.dtype {
+        ElementType::F64 => job.run::<f64>(),
+        ElementType::F32 => job.run::<f32>(),
+        ElementType::I64 => job.run::<i64>(),
+        ElementType::I32 => job.run::<i32>(),
+        ElementType::I16 => job.run::<i16>(),
+        ElementType::I8 => job.run::<i8>(),
+        ElementType::U64 => job.run::<u64>(),
+        ElementType::U32 => job.run::<u32>(),
+        ElementType::U16 => job.run::<u16>(),
+        ElementType::U8 => job.run::<u8>(),
+        ElementType::Bool => job.run::<Bool>(),
+        other => return Err(Error::Usage(format!("unsupported --dtype for convert: {other}"))),
+    }?;
+    if let (Some(auto), false) = (&built.auto, cx.quiet) {
+        let compared: Vec<String> = auto
+            .compared
+            .iter()
+            .map(|(order, bytes)| format!("[{}] {}", format::commas(order), format::bytes(*bytes)))
+            .collect();
+        eprintln!(
+            "hurray: --mode-order auto chose {} ({} of pos/crd; compared: {})",
+            format::commas(&auto.mode_order),
+            format::bytes(auto.index_bytes),
+            compared.join(", ")
+        );
+    }
+    if built.removed > 0 && !cx.quiet {
+        eprintln!("hurray: {}: {} entries merged or dropped", path.display(), built.removed);
+    }
+
+    let written = Instant::now();
+    timings.file_bytes = write(&built, &args.output, !args.no_statistics)?;
+    timings.write = written.elapsed();
+    if args.timings {
+        print_timings(args, &timings, started.elapsed());
+    }
+    Ok(())
+}
+
+fn check_rank(path: &Path, first: tns::FirstLine) -> Result<usize> {
+    let rank = first.fields.saturating_sub(1);
+    if rank == 0 {
+        return Err(Error::line(path, first.line, "a line needs 1-based coordinates and then a value"));
+    }
+    if rank < 3 {
+        return Err(Error::line(
+            path,
+            first.line,
+            format!(
+                "rank {rank} ({rank} coordinates and a value): CSF needs rank >= 3; \
+                 store rank-1 and rank-2 tensors as COO, CSR or CSC"
+            ),
+        ));
+    }
+    if rank > MAX_RANK {
+        return Err(Error::line(path, first.line, format!("rank {rank} exceeds the cap of {MAX_RANK}")));
+    }
+    Ok(rank)
+}
+
+/// The typed part of `convert`: parse into the element type, then build.
+struct Job<'a> {
+    args: &'a ConvertArgs,
+    cx: &'a Context,
+    rank: usize,
+    input: files::Input,
+    timings: &'a mut Timings,
+}
+
+impl Job<'_> {
+    fn run<V: TnsValue>(self) -> Result<Built> {
+        let Job { args, cx, rank, input, timings } = self;
+        let path = args.input.as_path();
+        let show = progress::wanted(cx.quiet);
+
+        let started = Instant::now();
+        let bar = Progress::bytes(show, input.len() as u64, "parsing");
+        let shape = args.shape.as_ref().map(|s| s.0.as_slice());
+        let parsed = tns::parse::<V>(&input, rank, shape, &|n| bar.inc(n))
+            .map_err(|e| Error::line(path, e.line, e.message))?;
+        bar.finish();
+        // The input is not needed any more: give its memory back before the build.
+        drop(input);
+        timings.parse = started.elapsed();
+        (timings.lines, timings.chunks, timings.nnz_in) = (parsed.lines, parsed.chunks, parsed.len());
+
+        let shape: Vec<u64> = shape.map_or_else(|| parsed.max.clone(), <[u64]>::to_vec);
+        let options = Options {
+            mode_order: match &args.mode_order {
+                ModeOrderArg::Identity => ModeOrder::Identity,
+                ModeOrderArg::Auto => ModeOrder::Auto,
+                ModeOrderArg::Explicit(order) => ModeOrder::Explicit(order.clone()),
+            },
+            duplicates: match args.duplicates {
+                DuplicatesArg::Error => Duplicates::Error,
+                DuplicatesArg::Sum => Duplicates::Sum,
+                DuplicatesArg::Last => Duplicates::Last,
+                DuplicatesArg::First => Duplicates::First,
+            },
+            drop_zeros: args.drop_zeros,
+            parallel: true,
+        };
+        let started = Instant::now();
+        let spinner = Progress::spinner(show, "building");
+        let coo = Coo {
+            shape: &shape,
+            indices: Indices::RowMajor(&parsed.coords),
+            element_type: V::TYPE,
+            values: V::to_le_bytes(&parsed.values),
+        };
+        let built = csf_build::build(&coo, &options);
+        spinner.finish();
+        timings.build = started.elapsed();
+        drop(coo);
+        drop(parsed);
+        let built = built.map_err(|e| build_error(path, e))?;
+        timings.nnz = built.tensor.view().nnz();
+        Ok(built)
+    }
+}
+
+/// A build error, with input entries turned back into line numbers (the
+/// input is read again for that: errors are rare, memory is not).
+fn build_error(path: &Path, error: BuildError) -> Error {
+    let lines = |entries: &[usize]| -> Option<Vec<u64>> {
+        let (input, _) = files::open_text(path).ok()?;
+        entries.iter().map(|&e| tns::line_of_entry(&input, e)).collect()
+    };
+    match error {
+        BuildError::Duplicate { index, first, second } => {
+            let one_based: Vec<u64> = index.iter().map(|&c| c + 1).collect();
+            let what = format!(
+                "index ({}) is given twice (1-based coordinates {}); \
+                 --duplicates sum|last|first merges duplicates",
+                format::commas(&index),
+                one_based.iter().map(u64::to_string).collect::<Vec<_>>().join(" "),
+            );
+            match lines(&[first, second]).as_deref() {
+                Some(&[a, b]) => Error::line(path, b, format!("duplicate of line {a}: {what}")),
+                _ => Error::data(path, format!("entries {first} and {second}: {what}")),
+            }
+        }
+        BuildError::OutOfBounds { entry, dim, coord, extent } => {
+            let what =
+                format!("coordinate {} of dimension {} is outside the extent {extent}", coord + 1, dim + 1);
+            match lines(&[entry]).as_deref() {
+                Some(&[line]) => Error::line(path, line, what),
+                _ => Error::data(path, what),
+            }
+        }
+        other => Error::data(path, other),
+    }
+}
+
+/// Writes the container atomically and returns its size.
+fn write(built: &Built, output: &Path, with_statistics: bool) -> Result<u64> {
+    let mut descriptor = built.tensor.descriptor();
+    if with_statistics {
+        descriptor.statistics = Some(built.statistics());
+    }
+    let mut out = Output::create(Some(output))?;
+    let size = hurray_format::encode_to_writer(&descriptor, &built.tensor.buffers(), &mut out).map_err(
+        |e| match e {
+            hurray_format::EncodeError::Io(io) => Error::io(output, io),
+            other => Error::data(output, other),
+        },
+    )?;
+    out.commit()?;
+    Ok(size)
+}
+
+fn print_timings(args: &ConvertArgs, t: &Timings, total: Duration) {
+    let secs = |d: Duration| d.as_secs_f64();
+    let threads = rayon::current_num_threads();
+    eprintln!(
+        "hurray: timings: {} -> {} ({threads} thread{})",
+        args.input.display(),
+        args.output.display(),
+        if threads == 1 { "" } else { "s" }
+    );
+    eprintln!("  read   {:8.3} s  {} {}", secs(t.read), format::bytes(t.input_bytes as u64), t.read_how);
+    eprintln!(
+        "  parse  {:8.3} s  {} lines, {} entries, {} chunks ({:.0} MB/s)",
+        secs(t.parse),
+        t.lines,
+        t.nnz_in,
+        t.chunks,
+        t.input_bytes as f64 / 1e6 / secs(t.parse).max(1e-9)
+    );
+    eprintln!("  build  {:8.3} s  nnz {}", secs(t.build), t.nnz);
+    eprintln!(
+        "  write  {:8.3} s  {} (synced, renamed into place)",
+        secs(t.write),
+        format::bytes(t.file_bytes)
+    );
+    eprintln!("  total  {:8.3} s", secs(total));
+    if let Some(peak) = peak_rss() {
+        eprintln!("  peak RSS {}", format::bytes(peak));
+    }
+}
+
+/// The process's peak resident set size (Linux's `VmHWM`), when known.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

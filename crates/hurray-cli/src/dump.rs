@@ -1,0 +1,146 @@
+//! `hurray dump FILE [--format tns|json] [-o OUT]`: the non-zeros in
+//! iteration (leaf) order.
+//!
+//! `tns` prints 1-based coordinates then the value, in the shortest form
+//! that reads back to the same bits, after two `#` comment lines that give
+//! the `convert` flags which rebuild the identical file. `json` prints one
+//! object with the tree itself (levels' `pos` and `crd`, in storage order)
+//! and the values.
+
+use std::io::Write;
+
+use csf_core::{CsfView, Value};
+use hurray_format::Container;
+
+use crate::cli::{DumpArgs, DumpFormat};
+use crate::error::{Error, Result};
+use crate::files::{self, Output};
+use crate::format::{self, push_u64};
+use crate::read;
+
+/// Bytes gathered before each write.
+const FLUSH_AT: usize = 1 << 16;
+
+/// Runs `dump`.
+pub fn run(args: &DumpArgs) -> Result<()> {
+    let path = args.file.as_path();
+    let input = files::open(path, true)?;
+    let container = read::container(path, &input)?;
+    let view = read::view(path, &input, args.permissive)?;
+    let mut out = Output::create(args.output.as_deref())?;
+    let result = match args.format {
+        DumpFormat::Tns => tns(args, &container, &view, &mut out),
+        DumpFormat::Json => json(&view, &mut out),
+    };
+    result.map_err(|e| Error::io(out.path(), e))?;
+    out.commit()
+}
+
+fn tns(
+    args: &DumpArgs,
+    container: &Container<'_>,
+    view: &CsfView<'_>,
+    out: &mut Output,
+) -> std::io::Result<()> {
+    let d = container.descriptor();
+    let name = args.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut flags = format!(
+        "--shape {} --dtype {} --mode-order {}",
+        format::commas(view.shape()),
+        view.element_type(),
+        format::commas(view.mode_order())
+    );
+    if d.statistics.is_none() {
+        flags.push_str(" --no-statistics");
+    }
+    writeln!(
+        out,
+        "# hurray dump of {name}: {}, nnz {}, 1-based coordinates then the value",
+        d.layout,
+        view.nnz()
+    )?;
+    writeln!(out, "# rebuild: hurray convert THIS.tns -o {name} {flags}")?;
+
+    let values = view.values();
+    let zero = Value::zero(view.element_type());
+    let mut buf = Vec::with_capacity(FLUSH_AT + 1024);
+    let mut failed = None;
+    view.for_each(|index, leaf| {
+        if failed.is_some() {
+            return;
+        }
+        for &c in index {
+            push_u64(&mut buf, c.wrapping_add(1));
+            buf.push(b' ');
+        }
+        format::push_value(&mut buf, values.get(leaf).unwrap_or(zero));
+        buf.push(b'\n');
+        if buf.len() >= FLUSH_AT {
+            if let Err(e) = out.write_all(&buf) {
+                failed = Some(e);
+            }
+            buf.clear();
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    out.write_all(&buf)
+}
+
+/// Appends `[a, b, ...]`, writing out whenever the buffer fills.
+fn list(buf: &mut Vec<u8>, out: &mut Output, items: impl Iterator<Item = u64>) -> std::io::Result<()> {
+    buf.push(b'[');
+    for (i, v) in items.enumerate() {
+        if i > 0 {
+            buf.extend_from_slice(b", ");
+        }
+        push_u64(buf, v);
+        if buf.len() >= FLUSH_AT {
+            out.write_all(buf)?;
+            buf.clear();
+        }
+    }
+    buf.push(b']');
+    Ok(())
+}
+
+fn json(view: &CsfView<'_>, out: &mut Output) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(FLUSH_AT + 1024);
+    let head = format!("{{\"layout\": \"csf\", \"dtype\": \"{}\", \"shape\": ", view.element_type());
+    buf.extend_from_slice(head.as_bytes());
+    list(&mut buf, out, view.shape().iter().copied())?;
+    buf.extend_from_slice(b", \"mode_order\": ");
+    list(&mut buf, out, view.mode_order().iter().map(|&d| u64::from(d)))?;
+    buf.extend_from_slice(b", \"nnz\": ");
+    push_u64(&mut buf, view.nnz());
+    buf.extend_from_slice(b", \"levels\": [");
+    for (l, level) in view.levels().iter().enumerate() {
+        buf.extend_from_slice(if l == 0 { b"{\"pos\": " } else { b", {\"pos\": " });
+        list(&mut buf, out, level.pos.iter())?;
+        buf.extend_from_slice(b", \"crd\": ");
+        list(&mut buf, out, level.crd.iter())?;
+        buf.push(b'}');
+    }
+    buf.extend_from_slice(b"], \"values\": [");
+    let values = view.values();
+    // A valid tensor stores exactly nnz values; for a permissively read one
+    // print what the buffer holds.
+    let exact = view.element_type().values_len(view.nnz()) == Some(values.as_bytes().len() as u64);
+    let count = if exact { view.nnz() as usize } else { values.capacity() };
+    for leaf in 0..count {
+        if leaf > 0 {
+            buf.extend_from_slice(b", ");
+        }
+        match values.get(leaf) {
+            Some(v) => format::push_value_json(&mut buf, v),
+            None => buf.extend_from_slice(b"null"),
+        }
+        if buf.len() >= FLUSH_AT {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(b"]}\n");
+    out.write_all(&buf)
+}
