@@ -293,6 +293,25 @@ fn rank_below_3() {
 }
 
 #[test]
+fn rank_64_is_the_cap() {
+    let shape: Vec<u64> = (0..64).map(|d| 2 + d % 3).collect();
+    let coo = csf_testdata::synthetic(&shape, 5, csf_testdata::Distribution::Uniform, 64);
+    let order: Vec<u32> = (0..64).rev().collect();
+    let t = Tree::from_arrays(&csf_testdata::reference_csf(&coo, &order));
+    let file = t.encode();
+    let view = validate(&Container::decode(&file).unwrap()).expect("rank 64 is valid");
+    assert_eq!(view.rank(), 64);
+    // Rank 65 cannot even be described: the descriptor, and the decoder, cap the shape at 64.
+    assert!(hurray_format::Descriptor::csf(ElementType::F32, &[1; 65], &[0; 65], 0).is_none());
+    let mut bytes = Tree::spec_example().encode();
+    bytes[0x12] = 65; // the shape's length prefix (docs/format.md § 11.3)
+    assert!(matches!(
+        Container::decode(&bytes),
+        Err(hurray_format::DecodeError::TooLong { field: "shape", .. })
+    ));
+}
+
+#[test]
 fn mode_order_length() {
     let t = Tree::spec_example();
     let mut d = t.descriptor();
@@ -355,23 +374,40 @@ fn per_tensor() -> Quantization {
 }
 
 #[test]
-fn byte_offset_shard_and_statistics_nnz() {
+fn byte_offset_must_be_zero() {
     let t = Tree::spec_example();
     let mut d = t.descriptor();
     d.byte_offset = 64;
     assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::ByteOffset, None, None, None, 64, 0));
+    d.byte_offset = u64::MAX;
+    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::ByteOffset, None, None, None, u64::MAX, 0));
+}
 
+#[test]
+fn a_shard_descriptor_is_rejected_in_both_modes() {
+    let t = Tree::spec_example();
     let mut d = t.descriptor();
     d.shard = Some(ShardDescriptor {
         shard_index: 1,
         shard_count: 2,
         shard_offset: FixedVec::from_slice(&[1, 0, 0]).unwrap(),
     });
-    assert_eq!(file_error(&encode(&d, &t.buffers())).rule, Rule::ShardDescriptor);
+    let file = encode(&d, &t.buffers());
+    assert_eq!(file_error(&file).rule, Rule::ShardDescriptor);
+    assert_eq!(
+        validate_permissive(&Container::decode(&file).unwrap()).unwrap_err().rule,
+        Rule::ShardDescriptor
+    );
+}
 
+#[test]
+fn statistics_nnz_must_match_the_descriptor() {
+    let t = Tree::spec_example();
     let mut d = t.descriptor();
     d.statistics = Some(Statistics { nnz: 5, sparsity_ratio: 1.0 - 4.0 / 24.0, min: None, max: None });
     assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::StatisticsNnz, None, None, None, 5, 4));
+    d.statistics = Some(Statistics { nnz: 4, sparsity_ratio: 1.0 - 4.0 / 24.0, min: None, max: None });
+    assert!(validate(&Container::decode(&encode(&d, &t.buffers())).unwrap()).is_ok());
 }
 
 #[test]
