@@ -63,7 +63,9 @@ impl Words for U64Array<'_> {
 #[derive(Clone, Copy)]
 pub(crate) struct LevelSpec {
     pub(crate) level: usize,
-    /// `n_{L-1}` (1 for level 0: the virtual root).
+    /// `n_{L-1}` (1 for level 0: the virtual root). Read only by the parallel
+    /// fast path (the size rule itself is `check_sizes`').
+    #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
     pub(crate) parents: usize,
     /// `shape[mode_order[L]]`, or `None` when `mode_order` is broken (already reported).
     pub(crate) extent: Option<u64>,
