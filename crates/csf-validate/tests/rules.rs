@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{encode, f32_bytes, placed, Tree};
+use common::{encode, f32_bytes, Tree};
 use csf_validate::{
     read, report, validate, validate_permissive, validate_view, validate_with, Error, Mode, Rule, Sink, Stop,
     Violation, Warning,
@@ -608,6 +608,7 @@ fn permissive_mode_enforces_exactly_the_structural_rules() {
 #[cfg(feature = "parallel")]
 mod parallel {
     use super::*;
+    use crate::common::placed;
     use csf_testdata::{reference_csf, synthetic, Distribution};
 
     /// ~300k non-zeros, whose leaf level (~190k parents, ~300k nodes) is over
