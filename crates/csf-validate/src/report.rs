@@ -20,9 +20,10 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether no rule is broken.
+    /// Whether no rule is broken. (A report truncated at a cap of 0 holds no
+    /// error but is not valid: a violation was found and left out.)
     pub fn is_valid(&self) -> bool {
-        self.errors.is_empty()
+        self.errors.is_empty() && !self.truncated
     }
 }
 

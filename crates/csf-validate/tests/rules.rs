@@ -493,6 +493,7 @@ fn collect_all_reports_every_fault_in_buffer_order_up_to_the_cap() {
     assert!(!exact.truncated, "the cap was reached but nothing was left out");
     let none = report(&container, Mode::Strict, 0);
     assert!(none.errors.is_empty() && none.truncated);
+    assert!(!none.is_valid(), "a cap of 0 still finds the file invalid");
 
     // Fail-fast gives the first one; so does validate_view.
     assert_eq!(validate(&container).unwrap_err(), all.errors[0]);
