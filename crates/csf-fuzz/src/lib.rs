@@ -1,0 +1,107 @@
+//! The bodies of hurray-csf's fuzz targets, each with its oracle.
+//!
+//! Every public function here takes arbitrary bytes, drives one decoder or
+//! encoder path with them, and asserts what must hold (`assert!`/`panic!` is
+//! what libFuzzer catches). They are run two ways:
+//!
+//! - by cargo-fuzz, from `fuzz/fuzz_targets/<name>.rs` (nightly, libFuzzer),
+//!   one line per target;
+//! - by `cargo test -p csf-fuzz` on stable, over the validation corpus, the
+//!   fuzz seeds and the regression corpus (`tests/replay.rs`), so a bug the
+//!   fuzzer once found can never come back unnoticed.
+//!
+//! See `docs/fuzzing.md` for the oracles, the commands and the figures.
+
+#![forbid(unsafe_code)]
+
+mod build;
+mod check;
+mod descriptor;
+
+use arbitrary::Unstructured;
+use hurray_format::Container;
+
+/// A fuzz target body.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name of its file in `fuzz/fuzz_targets/`.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("decode", decode),
+    ("validate_strict", validate_strict),
+    ("permissive_access", permissive_access),
+    ("build_roundtrip", build_roundtrip),
+    ("descriptor_roundtrip", descriptor_roundtrip),
+];
+
+/// Bytes into the container decoder.
+///
+/// Oracle: it never panics; every buffer range it returns lies inside the
+/// input, aligned, in table order, without overlap, and the buffers end where
+/// the input ends; a decoded container re-encodes to exactly the input (the
+/// layout is canonical, so there is one encoding per container).
+pub fn decode(data: &[u8]) {
+    match Container::decode(data) {
+        Ok(container) => check::framing(&container, data),
+        Err(error) => check::renders(&error),
+    }
+}
+
+/// Bytes through decoding and strict validation.
+///
+/// Oracle, always: fail-fast validation, the collecting report and
+/// permissive validation agree. When strict validation accepts: iteration
+/// yields exactly `nnz` entries in strictly increasing storage order, the
+/// three iteration APIs agree, `find` of every yielded index gives its leaf,
+/// indices next to them that were not yielded are implicit zeros, COO and
+/// dense conversions agree, the values obey the data model, and re-encoding
+/// gives the same bytes.
+pub fn validate_strict(data: &[u8]) {
+    let Ok(container) = Container::decode(data) else { return };
+    check::modes_agree(&container);
+    if let Ok(valid) = csf_validate::validate(&container) {
+        check::strict(&container, &valid, data);
+    }
+}
+
+/// Bytes through decoding and permissive validation, then every accessor.
+///
+/// Oracle: nothing panics, and the work stays linear in the input: the
+/// cursor takes at most `2 * (n_0 + ... + n_{rank-1}) + 1` steps and yields
+/// at most `n_{rank-1}` entries, `for_each` and COO conversion yield the same
+/// entries, every lookup lands inside `crd_{rank-1}`, and the dense
+/// conversion keeps to its budget.
+pub fn permissive_access(data: &[u8]) {
+    let Ok(container) = Container::decode(data) else { return };
+    if let Ok(view) = csf_validate::validate_permissive(&container) {
+        check::total(&view);
+    }
+}
+
+/// An arbitrary COO tensor (rank 3..=8, small shapes with the odd huge
+/// extent, any element type, any mode order choice and duplicate policy)
+/// through the builder, the encoder, the decoder and strict validation.
+///
+/// Oracle: the builder fails exactly when the input is bad (a coordinate
+/// outside the shape, a duplicate under `Duplicates::Error`, a sum of an
+/// unsummable type), naming a real culprit; otherwise iteration of the
+/// decoded file equals the input sorted into storage order with duplicates
+/// resolved by the policy, and `reorder` keeps the same entries.
+pub fn build_roundtrip(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    if let Ok(case) = build::Case::generate(&mut u) {
+        build::roundtrip(&case, &mut u);
+    }
+}
+
+/// An arbitrary descriptor (any field, within the caps) and buffers through
+/// the encoder and the decoder.
+///
+/// Oracle: encoding succeeds, decoding gives back the same descriptor (with
+/// the canonical offsets) and buffers, re-encoding gives the same bytes, the
+/// three encoders agree, and the file one byte shorter or longer is rejected.
+pub fn descriptor_roundtrip(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    if let Ok((descriptor, buffers)) = descriptor::generate(&mut u) {
+        descriptor::roundtrip(&descriptor, &buffers);
+    }
+}
