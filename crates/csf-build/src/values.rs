@@ -19,6 +19,18 @@ pub(crate) struct Slots<'a> {
 impl<'a> Slots<'a> {
     pub(crate) fn new(element_type: ElementType, packed: &'a [u8], len: usize) -> Self {
         match element_type.packing() {
+            // docs/format.md § 2.1: a bool byte is 0 or 1 and an FP6 byte keeps its
+            // two high bits zero. Store what a reader reads (any non-zero bool is
+            // true, FP6 is the low six bits), as the 4-bit path below does, so the
+            // output always validates.
+            Packing::Bytes(_) if element_type == ElementType::Bool => {
+                let data = packed.iter().map(|&b| u8::from(b != 0)).collect();
+                Self { element_type, width: 1, data: Cow::Owned(data) }
+            }
+            Packing::Bytes(_) if matches!(element_type, ElementType::F6E2M3 | ElementType::F6E3M2) => {
+                let data = packed.iter().map(|&b| b & 0x3f).collect();
+                Self { element_type, width: 1, data: Cow::Owned(data) }
+            }
             Packing::Bytes(width) => {
                 Self { element_type, width: usize::from(width), data: Cow::Borrowed(packed) }
             }
