@@ -13,6 +13,7 @@ mod iter;
 mod lookup;
 #[cfg(feature = "alloc")]
 mod owned;
+mod quant;
 pub mod scalar;
 mod values;
 mod view;
@@ -21,6 +22,7 @@ pub use hurray_format;
 pub use iter::{Cursor, Entries};
 pub use lookup::LookupError;
 #[cfg(feature = "alloc")]
-pub use owned::{Coo, CooOrder, DenseError, OwnedCsf};
+pub use owned::{Coo, CooOrder, DenseError, OwnedCsf, OwnedQuantization};
+pub use quant::Quantized;
 pub use values::{Element, Typed, Value, Values};
 pub use view::{CsfView, Fiber, Level, ViewError};

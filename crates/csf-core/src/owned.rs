@@ -21,6 +21,19 @@ pub struct OwnedCsf {
     /// `(pos_L, crd_L)` per level, as little-endian words.
     levels: Vec<(Vec<u64>, Vec<u64>)>,
     values: Vec<u8>,
+    quantization: Option<OwnedQuantization>,
+}
+
+/// The quantization of an [`OwnedCsf`]: the descriptor's section and the
+/// parameter buffers (`docs/format.md` § 5.7).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnedQuantization {
+    /// The descriptor's quantization section.
+    pub section: hurray_format::Quantization,
+    /// The scales, packed as `section.scale_type`.
+    pub scales: Vec<u8>,
+    /// The zero points, packed as `section.zero_point_type`, when present.
+    pub zero_points: Option<Vec<u8>>,
 }
 
 impl OwnedCsf {
@@ -45,7 +58,7 @@ impl OwnedCsf {
             v
         };
         let levels = levels.into_iter().map(|(p, c)| (to_le(p), to_le(c))).collect();
-        let owned = Self { element_type, shape, mode_order, nnz, levels, values };
+        let owned = Self { element_type, shape, mode_order, nnz, levels, values, quantization: None };
         owned.try_view()?;
         Ok(owned)
     }
@@ -60,7 +73,30 @@ impl OwnedCsf {
             nnz: view.nnz(),
             levels: view.levels().iter().map(|l| (words(l.pos), words(l.crd))).collect(),
             values: view.values().as_bytes().to_vec(),
+            quantization: view.quantization().map(|q| OwnedQuantization {
+                section: hurray_format::Quantization {
+                    scheme: q.scheme,
+                    axis: q.axis as u32,
+                    block_size: q.block_size,
+                    scale_type: q.scales.element_type(),
+                    zero_point_type: q.zero_points.map(|z| z.element_type()),
+                },
+                scales: q.scales.as_bytes().to_vec(),
+                zero_points: q.zero_points.map(|z| z.as_bytes().to_vec()),
+            }),
         }
+    }
+
+    /// The tensor with its values declared quantized by `quantization`
+    /// (the values buffer must already hold the quantized codes).
+    pub fn with_quantization(mut self, quantization: OwnedQuantization) -> Self {
+        self.quantization = Some(quantization);
+        self
+    }
+
+    /// The quantization, when the values are quantized.
+    pub fn quantization(&self) -> Option<&OwnedQuantization> {
+        self.quantization.as_ref()
     }
 
     fn try_view(&self) -> Result<CsfView<'_>, ViewError> {
@@ -70,7 +106,28 @@ impl OwnedCsf {
         }
         let levels =
             levels.get(..self.levels.len()).ok_or(ViewError::RankTooLarge { rank: self.levels.len() })?;
-        CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, levels, &self.values)
+        let view = CsfView::from_parts(
+            self.element_type,
+            &self.shape,
+            &self.mode_order,
+            self.nnz,
+            levels,
+            &self.values,
+        )?;
+        Ok(match &self.quantization {
+            None => view,
+            Some(q) => view.with_quantization(crate::Quantized {
+                scheme: q.section.scheme,
+                axis: q.section.axis as usize,
+                block_size: q.section.block_size,
+                scales: crate::Values::new(q.section.scale_type, &q.scales),
+                zero_points: q
+                    .section
+                    .zero_point_type
+                    .zip(q.zero_points.as_deref())
+                    .map(|(ty, bytes)| crate::Values::new(ty, bytes)),
+            }),
+        })
     }
 
     /// The tensor as a borrowed view.
@@ -87,19 +144,27 @@ impl OwnedCsf {
             mode_order: ModeOrder::from_slice(&self.mode_order).unwrap_or_default(),
             ..Descriptor::csf(self.element_type, &[], &[], self.nnz).unwrap_or_else(empty_descriptor)
         };
-        for _ in 0..hurray_format::csf::buffer_count(self.shape.len()) {
+        d.quantization = self.quantization.as_ref().map(|q| q.section);
+        for _ in 0..self.buffers().len() {
             let _ = d.buffers.push(BufferEntry::default());
         }
         d
     }
 
-    /// The buffers in table order: values, then `pos_L`, `crd_L` per level.
+    /// The buffers in table order: values, then `pos_L`, `crd_L` per level,
+    /// then the quantization parameters (scales, zero points).
     pub fn buffers(&self) -> Vec<&[u8]> {
         let mut out = Vec::with_capacity(1 + 2 * self.levels.len());
         out.push(self.values.as_slice());
         for (pos, crd) in &self.levels {
             out.push(bytemuck::cast_slice(pos));
             out.push(bytemuck::cast_slice(crd));
+        }
+        if let Some(q) = &self.quantization {
+            out.push(q.scales.as_slice());
+            if let Some(z) = &q.zero_points {
+                out.push(z.as_slice());
+            }
         }
         out
     }

@@ -4,6 +4,7 @@ use hurray_format::le::U64Array;
 use hurray_format::limits::MAX_RANK;
 use hurray_format::{csf, Container, ElementType, LayoutTag};
 
+use crate::quant::Quantized;
 use crate::values::Values;
 
 /// One tree level: its `pos_L` pointer array and `crd_L` coordinate array.
@@ -103,6 +104,7 @@ pub struct CsfView<'a> {
     mode_order: [u32; MAX_RANK],
     levels: [Level<'a>; MAX_RANK],
     values: Values<'a>,
+    quantization: Option<Quantized<'a>>,
 }
 
 impl<'a> CsfView<'a> {
@@ -136,7 +138,9 @@ impl<'a> CsfView<'a> {
             *slot = Level { pos: array(csf::pos_buffer(level))?, crd: array(csf::crd_buffer(level))? };
         }
         let values = Values::new(d.element_type, buffer(csf::VALUES_BUFFER)?);
-        Ok(Self::assemble(&d.shape, &d.mode_order, d.nnz, levels, values))
+        let mut view = Self::assemble(&d.shape, &d.mode_order, d.nnz, levels, values);
+        view.quantization = Quantized::from_container(container);
+        Ok(view)
     }
 
     /// Views arrays a caller built or loaded itself. `levels[L]` holds
@@ -175,8 +179,15 @@ impl<'a> CsfView<'a> {
         levels: [Level<'a>; MAX_RANK],
         values: Values<'a>,
     ) -> Self {
-        let mut view =
-            Self { rank: shape.len(), nnz, shape: [0; MAX_RANK], mode_order: [0; MAX_RANK], levels, values };
+        let mut view = Self {
+            rank: shape.len(),
+            nnz,
+            shape: [0; MAX_RANK],
+            mode_order: [0; MAX_RANK],
+            levels,
+            values,
+            quantization: None,
+        };
         for (dst, src) in view.shape.iter_mut().zip(shape) {
             *dst = *src;
         }
@@ -232,6 +243,15 @@ impl<'a> CsfView<'a> {
     /// The values buffer.
     pub fn values(&self) -> Values<'a> {
         self.values
+    }
+
+    /// The quantization of the values, when the tensor is quantized.
+    pub fn quantization(&self) -> Option<&Quantized<'a>> {
+        self.quantization.as_ref()
+    }
+
+    pub(crate) fn set_quantization(&mut self, quantization: Option<Quantized<'a>>) {
+        self.quantization = quantization;
     }
 
     /// The levels, outermost (level 0) first.

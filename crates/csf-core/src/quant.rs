@@ -1,0 +1,134 @@
+//! Dequantized access to quantized leaves (`docs/format.md` § 5.7).
+//!
+//! The values buffer holds quantized leaves; one or two parameter buffers
+//! (scales, zero points) hold one entry per group. The group of a leaf is 0
+//! (per-tensor), its coordinate on the scheme's logical axis (per-channel),
+//! or its block, `leaf / block_size` (per-block, NF4, MXFP). Every accessor
+//! stays total: a group past a parameter buffer gives `None`.
+
+use hurray_format::{csf, Container, ElementType, QuantScheme};
+
+use crate::scalar;
+use crate::values::{Value, Values};
+use crate::view::CsfView;
+
+/// The quantization of a tensor: its scheme and parameter buffers, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quantized<'a> {
+    /// The scheme.
+    pub scheme: QuantScheme,
+    /// The logical axis of a per-channel scheme.
+    pub axis: usize,
+    /// Leaves per block of a block scheme.
+    pub block_size: u64,
+    /// One scale (NF4: absmax; MXFP: E8M0 exponent) per group.
+    pub scales: Values<'a>,
+    /// One zero point per group, when the scheme has them.
+    pub zero_points: Option<Values<'a>>,
+}
+
+impl<'a> Quantized<'a> {
+    /// The quantization described by a container's descriptor, with its
+    /// parameter buffers; `None` when the tensor is not quantized or a
+    /// parameter buffer is missing (validation reports that).
+    pub fn from_container(container: &Container<'a>) -> Option<Self> {
+        let d = container.descriptor();
+        let q = d.quantization?;
+        let first = csf::buffer_count(d.rank());
+        let scales = Values::new(q.scale_type, container.buffer(first)?);
+        let zero_points = match q.zero_point_type {
+            Some(ty) => Some(Values::new(ty, container.buffer(first + 1)?)),
+            None => None,
+        };
+        Some(Self { scheme: q.scheme, axis: q.axis as usize, block_size: q.block_size, scales, zero_points })
+    }
+
+    /// The group of the leaf at `leaf` with logical index `index`.
+    #[inline]
+    pub fn group(&self, leaf: usize, index: &[u64]) -> Option<usize> {
+        match self.scheme {
+            QuantScheme::PerTensor => Some(0),
+            QuantScheme::PerChannel => usize::try_from(*index.get(self.axis)?).ok(),
+            QuantScheme::PerBlock | QuantScheme::Nf4 | QuantScheme::Mxfp => {
+                let block = usize::try_from(self.block_size).ok().filter(|&b| b > 0)?;
+                Some(leaf / block)
+            }
+        }
+    }
+
+    /// The real value of stored value `q` at `leaf` (logical index `index`).
+    #[inline]
+    pub fn dequantize(&self, q: Value, leaf: usize, index: &[u64]) -> Option<f32> {
+        let group = self.group(leaf, index)?;
+        let scale = self.scales.get(group)?.to_f64() as f32;
+        Some(match self.scheme {
+            QuantScheme::Nf4 => match q {
+                Value::Nf4(code) => scalar::nf4_to_f32(code) * scale,
+                other => other.to_f64() as f32 * scale,
+            },
+            // The scale is already 2^(e - 127) (NaN for 0xff).
+            QuantScheme::Mxfp => q.to_f64() as f32 * scale,
+            QuantScheme::PerTensor | QuantScheme::PerChannel | QuantScheme::PerBlock => {
+                let zero = match self.zero_points {
+                    Some(zp) => zp.get(group)?,
+                    None => Value::zero(ElementType::I8),
+                };
+                let centred = match (integer(q), integer(zero)) {
+                    // Exact in i64, then one rounding to f32.
+                    (Some(q), Some(z)) => q.wrapping_sub(z) as f32,
+                    _ => (q.to_f64() - zero.to_f64()) as f32,
+                };
+                centred * scale
+            }
+        })
+    }
+}
+
+fn integer(v: Value) -> Option<i64> {
+    Some(match v {
+        Value::I4(x) | Value::I8(x) => i64::from(x),
+        Value::U4(x) | Value::U8(x) => i64::from(x),
+        Value::I16(x) => i64::from(x),
+        Value::U16(x) => i64::from(x),
+        Value::I32(x) => i64::from(x),
+        Value::U32(x) => i64::from(x),
+        _ => return None,
+    })
+}
+
+impl<'a> CsfView<'a> {
+    /// Attaches a quantization to a view built from parts.
+    pub fn with_quantization(mut self, quantization: Quantized<'a>) -> Self {
+        self.set_quantization(Some(quantization));
+        self
+    }
+
+    /// The value of the leaf at `leaf` (logical index `index`) as `f32`:
+    /// dequantized when the tensor is quantized, converted otherwise.
+    #[inline]
+    pub fn value_f32(&self, leaf: usize, index: &[u64]) -> Option<f32> {
+        let q = self.values().get(leaf)?;
+        match self.quantization() {
+            Some(quant) => quant.dequantize(q, leaf, index),
+            None => Some(q.to_f64() as f32),
+        }
+    }
+
+    /// The value at `index`, dequantized, with implicit zeros as 0; `NaN`
+    /// when a stored leaf has no value or parameters (unvalidated data).
+    ///
+    /// # Errors
+    /// As [`CsfView::find`].
+    pub fn get_dequantized(&self, index: &[u64]) -> Result<f32, crate::LookupError> {
+        Ok(match self.find(index)? {
+            Some(leaf) => self.value_f32(leaf, index).unwrap_or(f32::NAN),
+            None => 0.0,
+        })
+    }
+
+    /// Calls `f(logical index, value)` for every non-zero in leaf order, with
+    /// the value dequantized (`NaN` where unvalidated data lacks it).
+    pub fn for_each_dequantized(&self, mut f: impl FnMut(&[u64], f32)) {
+        self.for_each(|index, leaf| f(index, self.value_f32(leaf, index).unwrap_or(f32::NAN)));
+    }
+}
