@@ -46,7 +46,9 @@ const TASKS: &[Task] = &[
     Task {
         name: "fuzz",
         usage: "[--seconds N] [TARGET]",
-        about: "run TARGET, or every cargo-fuzz target in fuzz/, for N seconds each (default 60), on nightly",
+        about:
+            "run TARGET, or every cargo-fuzz target in fuzz/, for N seconds each (default 60), on nightly \
+                (`--copy-seeds`: refresh fuzz/seeds from the corpus)",
         run: fuzz,
     },
     Task { name: "bench", usage: "[ARGS...]", about: "cargo bench --workspace ARGS...", run: bench },
@@ -86,6 +88,9 @@ const CI_STEPS: &[Step] = &[
     Step { name: "test", run: || cargo(&["test", "--workspace", "--locked"]) },
     Step { name: "doc", run: doc },
     Step { name: "nostd", run: nostd },
+    // Every fuzz target for HURRAY_CI_FUZZ_SECONDS (default 30; 0 skips), so
+    // every submission is fuzzed a little; docs/fuzzing.md has the long runs.
+    Step { name: "fuzz", run: ci_fuzz },
     // Advisories are left out on purpose: they need a network fetch and change
     // without any commit of ours, so they would make CI flaky. Run
     // `cargo deny check advisories` by hand. Pinned to the release series whose
@@ -208,14 +213,42 @@ fn fuzz(args: &[String]) -> Result {
                 seconds =
                     value.parse().map_err(|_| format!("`--seconds` wants a whole number, not `{value}`"))?;
             }
+            "--copy-seeds" => return copy_seeds(),
             flag if flag.starts_with('-') => return Err(format!("unknown fuzz option `{flag}`")),
             name if target.is_none() => target = Some(name.to_owned()),
             extra => return Err(format!("one fuzz target at most; `{extra}` is a second one")),
         }
     }
+    run_fuzz_targets(target, seconds)
+}
+
+/// The CI step: every target for `HURRAY_CI_FUZZ_SECONDS` seconds (default 30, 0 skips).
+fn ci_fuzz() -> Result {
+    let seconds = match env::var("HURRAY_CI_FUZZ_SECONDS") {
+        Ok(value) => {
+            value.parse().map_err(|_| format!("HURRAY_CI_FUZZ_SECONDS=`{value}` is not a number"))?
+        }
+        Err(_) => 30,
+    };
+    if seconds == 0 {
+        eprintln!("fuzz: skipped (HURRAY_CI_FUZZ_SECONDS=0)");
+        return Ok(());
+    }
+    run_fuzz_targets(None, seconds)
+}
+
+/// Each target starts from `fuzz/seeds/TARGET` (committed) and writes what it
+/// learns to `fuzz/corpus/TARGET` (untracked); a crash lands in
+/// `fuzz/artifacts/TARGET/`, to be minimized into the regression corpus
+/// (docs/fuzzing.md). `-rss_limit_mb` is low enough to catch an allocation
+/// sized by a length field, `-timeout=1` catches super-linear work.
+fn run_fuzz_targets(target: Option<String>, seconds: u64) -> Result {
     if !Path::new(ROOT).join("fuzz/Cargo.toml").is_file() {
-        return Err("there is no fuzz crate yet: fuzz/Cargo.toml does not exist \
-                    (create it with `cargo +nightly fuzz init`; it is excluded from the workspace)"
+        return Err("there is no fuzz crate: fuzz/Cargo.toml does not exist".into());
+    }
+    if !nightly_cargo().arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        return Err("fuzzing needs the nightly toolchain (`rustup toolchain install nightly`); \
+                    HURRAY_CI_FUZZ_SECONDS=0 skips the ci step"
             .into());
     }
     ensure_installed("fuzz", "cargo-fuzz")?;
@@ -229,13 +262,42 @@ fn fuzz(args: &[String]) -> Result {
     if targets.is_empty() {
         return Err("`cargo fuzz list` found no fuzz targets in fuzz/".into());
     }
+    let fuzz_dir = Path::new(ROOT).join("fuzz");
+    let dict = format!("-dict={}", fuzz_dir.join("dict/hurray.dict").display());
     for target in &targets {
+        let (corpus, seeds) = (fuzz_dir.join("corpus").join(target), fuzz_dir.join("seeds").join(target));
+        std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         let max_time = format!("-max_total_time={seconds}");
-        let libfuzzer = [max_time.as_str(), "-timeout=1", "-rss_limit_mb=512"];
-        run(nightly_cargo().args(["fuzz", "run", target, "--"]).args(libfuzzer))
-            .map_err(|e| format!("fuzz target `{target}`: {e}"))?;
+        let libfuzzer = [max_time.as_str(), "-timeout=1", "-rss_limit_mb=256", dict.as_str()];
+        let dirs = [corpus.as_os_str(), seeds.as_os_str()];
+        run(nightly_cargo().args(["fuzz", "run", target]).args(dirs).arg("--").args(libfuzzer))
+            .map_err(|e| format!("fuzz target `{target}`: {e} (the input is in fuzz/artifacts/{target}/)"))?;
     }
     eprintln!("fuzz: {} target(s) ran {seconds}s each without a finding", targets.len());
+    Ok(())
+}
+
+/// Copies the corpus files into the seed directories of the byte-driven targets.
+fn copy_seeds() -> Result {
+    let root = Path::new(ROOT);
+    let corpus = root.join("crates/csf-validate/tests/corpus");
+    let files = std::fs::read_dir(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+    let files: Vec<_> = files
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "hurray"))
+        .collect();
+    for target in ["decode", "validate_strict", "permissive_access"] {
+        let dir = root.join("fuzz/seeds").join(target);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for file in &files {
+            let to = dir.join(file.file_name().unwrap_or_default());
+            std::fs::copy(file, &to).map_err(|e| format!("{} -> {}: {e}", file.display(), to.display()))?;
+        }
+    }
+    eprintln!(
+        "fuzz: copied {} corpus files into fuzz/seeds/{{decode,validate_strict,permissive_access}}",
+        files.len()
+    );
     Ok(())
 }
 
