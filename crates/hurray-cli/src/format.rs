@@ -79,7 +79,26 @@ pub fn push_value(out: &mut Vec<u8>, value: Value) {
 pub fn push_value_json(out: &mut Vec<u8>, value: Value) {
     let f = value.to_f64();
     if f.is_finite() {
+        let start = out.len();
         push_value(out, value);
+        // Keep floats floats for JSON readers: `1` becomes `1.0`.
+        let is_float = !matches!(
+            value,
+            Value::Bool(_)
+                | Value::I8(_)
+                | Value::I16(_)
+                | Value::I32(_)
+                | Value::I64(_)
+                | Value::U8(_)
+                | Value::U16(_)
+                | Value::U32(_)
+                | Value::U64(_)
+                | Value::I4(_)
+                | Value::U4(_)
+        );
+        if is_float && out[start..].iter().all(|&c| c.is_ascii_digit() || c == b'-') {
+            out.extend_from_slice(b".0");
+        }
     } else {
         out.push(b'"');
         push_value(out, value);
@@ -145,6 +164,13 @@ mod tests {
         }
         assert_eq!(value_json(Value::F64(f64::INFINITY)), serde_json::json!("inf"));
         assert_eq!(value_json(Value::F32(2.5)), serde_json::json!(2.5));
+        let mut out = Vec::new();
+        push_value_json(&mut out, Value::F64(-3.0));
+        out.push(b' ');
+        push_value_json(&mut out, Value::I32(3));
+        out.push(b' ');
+        push_value_json(&mut out, Value::F64(1e300));
+        assert_eq!(out, b"-3.0 3 1e300");
         let mut out = Vec::new();
         push_u64(&mut out, 0);
         push_u64(&mut out, 1234567890);

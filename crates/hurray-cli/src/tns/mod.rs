@@ -250,7 +250,6 @@ fn parse_in_chunks<V: TnsValue>(
             (job.start, out)
         })
         .collect();
-
     if let Some(error) = outs.iter().find_map(|(_, out)| out.error.clone()) {
         return Err(error);
     }
@@ -316,15 +315,23 @@ fn parse_chunk<V: TnsValue>(
         for (d, slot) in row.iter_mut().enumerate() {
             let start = i;
             let mut v = 0u64;
-            while i < n {
-                let digit = b[i].wrapping_sub(b'0');
-                if digit > 9 {
-                    break;
+            let mut ends_well = false;
+            if let Some((value, len)) = b.get(i..i + 8).and_then(swar_digits) {
+                // 1 to 7 digits then a non-digit, all in one 8-byte load.
+                v = value;
+                i += len;
+                ends_well = is_blank(b[i]);
+            } else {
+                while i < n {
+                    let digit = b[i].wrapping_sub(b'0');
+                    if digit > 9 {
+                        break;
+                    }
+                    v = v.wrapping_mul(10).wrapping_add(u64::from(digit));
+                    i += 1;
                 }
-                v = v.wrapping_mul(10).wrapping_add(u64::from(digit));
-                i += 1;
+                ends_well |= i < n && is_blank(b[i]);
             }
-            let ends_well = i < n && is_blank(b[i]);
             if i == start || i - start > 19 || !ends_well {
                 match slow_coordinate(b, line_start, start, d, rank) {
                     Ok((value, end)) => {
@@ -380,6 +387,32 @@ fn parse_chunk<V: TnsValue>(
         entries += 1;
     }
     ChunkOut { entries, max, error: None }
+}
+
+/// Parses the leading decimal digits of 8 bytes at once (SWAR): returns the
+/// value and the digit count when there are 1 to 7 digits (so that the byte
+/// after them is also among the 8), `None` otherwise.
+#[inline]
+fn swar_digits(bytes: &[u8]) -> Option<(u64, usize)> {
+    let word = u64::from_le_bytes(bytes.try_into().ok()?);
+    // Digits become 0..=9; every other byte becomes something above 9.
+    let t = word ^ 0x3030_3030_3030_3030;
+    // The high bit of each byte is set where the byte is not a digit. A
+    // carry out of a non-digit byte only disturbs later bytes, and only the
+    // first non-digit matters.
+    let non_digit = (t.wrapping_add(0x7676_7676_7676_7676) | t) & 0x8080_8080_8080_8080;
+    let len = (non_digit.trailing_zeros() / 8) as usize;
+    if len == 0 || len >= 8 {
+        return None;
+    }
+    // Keep the `len` digits, moved to the top bytes: the zero bytes shifted
+    // in below act as leading zeros. The first character (the most
+    // significant digit) is in the lowest byte.
+    let mut v = t << (64 - 8 * len as u32);
+    v = ((v & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(2561)) >> 8;
+    v = ((v & 0x00ff_00ff_00ff_00ff).wrapping_mul(6_553_601)) >> 16;
+    v = ((v & 0x0000_ffff_0000_ffff).wrapping_mul(42_949_672_960_001)) >> 32;
+    Some((v, len))
 }
 
 fn field_count_message(b: &[u8], line_start: usize, rank: usize) -> String {
@@ -460,6 +493,27 @@ mod tests {
         assert_eq!(run("1 1 18446744073709551615 1\n", 3).unwrap().max[2], u64::MAX);
         let err = parse::<f64>(b"1 1 5 1\n", 3, Some(&[1, 1, 4]), &|_| {}).unwrap_err();
         assert!(err.message.contains("outside --shape's extent 4"), "{err:?}");
+    }
+
+    #[test]
+    fn swar_digits_agree_with_the_obvious_parse() {
+        for text in
+            ["1 ", "7\t", "12 ", "123456 ", "1234567 ", "0000001 ", "9999999\n", "42abcdefg", "2000\r\n"]
+        {
+            let padded = format!("{text}        ");
+            let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+            let want = text[..digits].parse::<u64>().unwrap();
+            assert_eq!(swar_digits(&padded.as_bytes()[..8]), Some((want, digits)), "{text:?}");
+        }
+        for text in ["12345678", "x1234567", " 1234567", "/1234567", ":1234567"] {
+            assert_eq!(swar_digits(text.as_bytes()), None, "{text:?}");
+        }
+        // Bytes just outside '0'..='9' and high bytes stop the number.
+        for stop in [b'/', b':', 0x80, 0xff, 0xb0, 0xb9, 0x00] {
+            let mut bytes = *b"123     ";
+            bytes[3] = stop;
+            assert_eq!(swar_digits(&bytes), Some((123, 3)), "{stop:#x}");
+        }
     }
 
     #[test]

@@ -1,0 +1,664 @@
+//! Integration tests that run the built `hurray` binary.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value as Json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_hurray");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn spec_tns() -> PathBuf {
+    repo().join("examples/spec_example.tns")
+}
+
+fn hurray<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run hurray");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "hurray panicked: {stderr}");
+    assert_ne!(out.status.code(), Some(101), "hurray panicked: {stderr}");
+    out
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited normally")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs and requires exit 0.
+#[track_caller]
+fn ok<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = hurray(args);
+    assert_eq!(code(&out), 0, "stderr: {}", stderr(&out));
+    out
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The non-zeros of a `.tns` text: 1-based index -> value text.
+fn nonzeros(text: &str) -> BTreeMap<Vec<u64>, f64> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let (value, coords) = fields.split_last().expect("fields");
+            (coords.iter().map(|c| c.parse().expect("coordinate")).collect(), value.parse().expect("value"))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Every command on the spec example.
+
+#[test]
+fn convert_writes_the_spec_example_byte_for_byte() {
+    let dir = tmp();
+    let out = dir.path().join("spec.hurray");
+    ok(["convert", s(&spec_tns()), "-o", s(&out), "--dtype", "f32", "--no-statistics"]);
+    let golden = repo().join("crates/hurray-format/tests/fixtures/spec_example.hurray");
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(golden).unwrap());
+    // No temporary file is left beside it.
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["spec.hurray"]);
+}
+
+fn spec_file(dir: &Path, extra: &[&str]) -> PathBuf {
+    let out = dir.join("spec.hurray");
+    let spec = spec_tns();
+    let mut args = vec!["convert", s(&spec), "-o", s(&out)];
+    args.extend_from_slice(extra);
+    ok(args);
+    out
+}
+
+#[test]
+fn inspect_describes_the_spec_example() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &["--dtype", "f32"]);
+    let text = stdout(&ok(["inspect", s(&file)]));
+    for want in ["CSF (0x09)", "f32", "[2, 3, 4]", "[0, 1, 2]", "nnz         4", "vs COO"] {
+        assert!(text.contains(want), "{want} missing from\n{text}");
+    }
+    let json: Json = serde_json::from_str(&stdout(&ok(["inspect", "--json", s(&file)]))).unwrap();
+    assert_eq!(json["layout"], "csf");
+    assert_eq!(json["dtype"], "f32");
+    assert_eq!(json["shape"], serde_json::json!([2, 3, 4]));
+    assert_eq!(json["mode_order"], serde_json::json!([0, 1, 2]));
+    assert_eq!(json["nnz"], 4);
+    let nodes: Vec<u64> =
+        json["levels"].as_array().unwrap().iter().map(|l| l["nodes"].as_u64().unwrap()).collect();
+    assert_eq!(nodes, [2, 3, 4]);
+    assert_eq!(json["levels"][1]["pos_bytes"], 24);
+    assert_eq!(json["statistics"]["max"], 4.0);
+    assert_eq!(json["coo_bytes"], 4 * (3 * 8 + 4));
+    assert_eq!(json["file_bytes"], std::fs::metadata(&file).unwrap().len());
+}
+
+#[test]
+fn validate_accepts_the_spec_example() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &[]);
+    assert!(stdout(&ok(["validate", s(&file)])).contains(": valid (strict validation"));
+    ok(["validate", "--permissive", s(&file)]);
+    let json: Json = serde_json::from_str(&stdout(&ok(["validate", "--json", s(&file)]))).unwrap();
+    assert_eq!(json["valid"], true);
+    assert_eq!(json["errors"], serde_json::json!([]));
+    assert_eq!(json["warnings"], serde_json::json!([]));
+    assert_eq!(json["shape"], serde_json::json!([2, 3, 4]));
+    assert_eq!(json["mode_order"], serde_json::json!([0, 1, 2]));
+    assert_eq!(json["nnz"], 4);
+}
+
+#[test]
+fn get_prints_one_value_a_line_in_argument_order() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &["--dtype", "f32"]);
+    let out = ok(["get", s(&file), "1,1,2", "0,1,1", "0,0,1", "0,2,3", "1,1,0"]);
+    assert_eq!(stdout(&out), "4\n0\n1\n2\n3\n");
+    ok(["get", "--permissive", s(&file), "1,1,2"]);
+    // An index outside the shape, or of the wrong rank, is bad data: exit 1.
+    let out = hurray(["get", s(&file), "2,0,0"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out)
+        .contains("spec.hurray: index 2,0,0: coordinate 2 of dimension 0 is outside its extent 2"));
+    let out = hurray(["get", s(&file), "1,1"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("index has 2 coordinates, the tensor has rank 3"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1);
+    // A malformed index is a usage error: exit 2.
+    assert_eq!(code(&hurray(["get", s(&file), "a,b"])), 2);
+}
+
+#[test]
+fn get_prints_integers_and_explicit_mode_orders_correctly() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &["--dtype", "i32", "--mode-order", "2,0,1"]);
+    assert_eq!(stdout(&ok(["get", s(&file), "1,1,2", "0,2,3", "0,0,0"])), "4\n2\n0\n");
+    let json: Json = serde_json::from_str(&stdout(&ok(["inspect", "--json", s(&file)]))).unwrap();
+    assert_eq!(json["mode_order"], serde_json::json!([2, 0, 1]));
+}
+
+#[test]
+fn dump_prints_the_spec_example_as_tns_and_json() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &["--dtype", "f32"]);
+    let text = stdout(&ok(["dump", s(&file)]));
+    let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(body, ["1 1 2 1", "1 3 4 2", "2 2 1 3", "2 2 3 4"]);
+    assert!(text.contains(
+        "# rebuild: hurray convert THIS.tns -o spec.hurray --shape 2,3,4 --dtype f32 --mode-order 0,1,2\n"
+    ));
+    let json: Json = serde_json::from_str(&stdout(&ok(["dump", "--format", "json", s(&file)]))).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "layout": "csf", "dtype": "f32", "shape": [2, 3, 4], "mode_order": [0, 1, 2], "nnz": 4,
+            "levels": [
+                {"pos": [0, 2], "crd": [0, 1]},
+                {"pos": [0, 2, 3], "crd": [0, 2, 1]},
+                {"pos": [0, 1, 2, 4], "crd": [1, 3, 0, 2]},
+            ],
+            "values": [1.0, 2.0, 3.0, 4.0],
+        })
+    );
+    // -o writes the same bytes to a file.
+    let out = dir.path().join("spec.json");
+    ok(["dump", "--format", "json", s(&file), "-o", s(&out)]);
+    let again: Json = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(again, json);
+}
+
+// ---------------------------------------------------------------------------
+// convert -> dump -> convert.
+
+/// A random rank-4 tensor as .tns text with comments, blank lines, CRLF,
+/// tabs and values of every shape, no duplicate index.
+fn random_tns(seed: u64, nnz: usize) -> (String, BTreeMap<Vec<u64>, f64>) {
+    let coo = csf_testdata::synthetic(
+        &[7, 50, 3, 900],
+        nnz,
+        csf_testdata::Distribution::PowerLaw { skew: 2.0 },
+        seed,
+    );
+    let mut rng = csf_testdata::Rng::new(seed);
+    let mut text = String::from("# a random tensor\n\n");
+    let mut want = BTreeMap::new();
+    for i in 0..coo.len() {
+        let index: Vec<u64> = coo.index(i).iter().map(|c| c + 1).collect();
+        if want.contains_key(&index) {
+            continue;
+        }
+        let value = match rng.below(4) {
+            0 => coo.values[i],
+            1 => -(rng.next_f64() * 1000.0),
+            2 => (rng.next_f64() - 0.5) * 1e-9,
+            _ => ((rng.below(2000) as f64) - 1000.0) / 8.0,
+        };
+        let sep = if rng.below(5) == 0 { "\t" } else { " " };
+        let coords: Vec<String> = index.iter().map(u64::to_string).collect();
+        let end = if rng.below(7) == 0 { "\r\n" } else { "\n" };
+        text.push_str(&format!("{}{sep}{value:?}{end}", coords.join(sep)));
+        if rng.below(50) == 0 {
+            text.push_str("\n# comment\n");
+        }
+        want.insert(index, value);
+    }
+    (text, want)
+}
+
+#[test]
+fn convert_then_dump_reproduces_the_non_zeros_and_the_file() {
+    let dir = tmp();
+    let (text, want) = random_tns(7, 5000);
+    let tns = dir.path().join("in.tns");
+    std::fs::write(&tns, &text).unwrap();
+    for order in ["identity", "auto", "3,1,0,2"] {
+        let file = dir.path().join(format!("t-{order}.hurray"));
+        ok(["convert", s(&tns), "-o", s(&file), "--mode-order", order, "-q"]);
+        let dumped = stdout(&ok(["dump", s(&file)]));
+        let got = nonzeros(&dumped);
+        assert_eq!(got.len(), want.len());
+        for (index, value) in &want {
+            assert_eq!(got[index].to_bits(), value.to_bits(), "{index:?}");
+        }
+        // The flags in the dump's header comment rebuild the identical file.
+        let flags = dumped.lines().find_map(|l| l.split_once(" -o t-")).unwrap().1;
+        let flags: Vec<&str> = flags.split_whitespace().skip(1).collect();
+        let again = dir.path().join("again.tns");
+        std::fs::write(&again, &dumped).unwrap();
+        let rebuilt = dir.path().join("rebuilt.hurray");
+        let mut args = vec!["convert", s(&again), "-o", s(&rebuilt)];
+        args.extend(flags);
+        ok(args);
+        assert_eq!(std::fs::read(&rebuilt).unwrap(), std::fs::read(&file).unwrap(), "order {order}");
+        // And a spot check of get against the input.
+        let (index, value) = want.iter().nth(want.len() / 2).unwrap();
+        let zero_based: Vec<String> = index.iter().map(|c| (c - 1).to_string()).collect();
+        let got: f64 = stdout(&ok(["get", s(&file), &zero_based.join(",")])).trim().parse().unwrap();
+        assert_eq!(got.to_bits(), value.to_bits());
+    }
+}
+
+#[test]
+fn every_dtype_round_trips_through_dump() {
+    let dir = tmp();
+    let tns = dir.path().join("in.tns");
+    std::fs::write(&tns, "1 1 1 1\n2 3 4 0\n2 1 1 -1\n1 2 3 100\n").unwrap();
+    for dtype in ["f64", "f32", "i64", "i32", "i16", "i8"] {
+        let file = dir.path().join(format!("{dtype}.hurray"));
+        ok(["convert", s(&tns), "-o", s(&file), "--dtype", dtype]);
+        let got = nonzeros(&stdout(&ok(["dump", s(&file)])));
+        assert_eq!(got.values().copied().collect::<Vec<_>>(), [1.0, 100.0, -1.0, 0.0], "{dtype}");
+    }
+    for dtype in ["u8", "u16", "u32", "u64", "bool"] {
+        let out = hurray(["convert", s(&tns), "-o", s(&dir.path().join("u.hurray")), "--dtype", dtype]);
+        assert_eq!(code(&out), 1, "{dtype}");
+        assert!(stderr(&out).contains("in.tns:3: value '-1'"), "{dtype}: {}", stderr(&out));
+    }
+    std::fs::write(&tns, "1 1 1 1\n2 3 4 0\n").unwrap();
+    ok(["convert", s(&tns), "-o", s(&dir.path().join("b.hurray")), "--dtype", "bool"]);
+    assert_eq!(stdout(&ok(["get", s(&dir.path().join("b.hurray")), "0,0,0", "1,2,3", "1,1,1"])), "1\n0\n0\n");
+    let big = "1 1 1 18446744073709551615\n";
+    std::fs::write(&tns, big).unwrap();
+    ok(["convert", s(&tns), "-o", s(&dir.path().join("u64.hurray")), "--dtype", "u64"]);
+    assert_eq!(stdout(&ok(["get", s(&dir.path().join("u64.hurray")), "0,0,0"])), "18446744073709551615\n");
+}
+
+#[test]
+fn gzip_input_is_read_transparently() {
+    let dir = tmp();
+    let gz = dir.path().join("spec.tns.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&std::fs::read(spec_tns()).unwrap()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let a = dir.path().join("a.hurray");
+    let b = dir.path().join("b.hurray");
+    ok(["convert", s(&gz), "-o", s(&a)]);
+    ok(["convert", s(&spec_tns()), "-o", s(&b)]);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // A corrupt gzip stream is bad data, named as such.
+    std::fs::write(&gz, [0x1f, 0x8b, 8, 0, 0, 0]).unwrap();
+    let out = hurray(["convert", s(&gz), "-o", s(&a)]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("spec.tns.gz: gzip:"), "{}", stderr(&out));
+}
+
+// ---------------------------------------------------------------------------
+// Bad input, duplicates, shapes.
+
+#[test]
+fn a_bad_line_is_reported_as_file_colon_line() {
+    let dir = tmp();
+    let tns = dir.path().join("bad.tns");
+    let cases: &[(&str, &str)] = &[
+        ("1 1 1 1\n1 1 1\n", "bad.tns:2: found 3 fields, expected 4 (3 coordinates and a value)"),
+        ("# c\n1 1 1 1\n\n1 1 1 1 5\n", "bad.tns:4: found 5 fields, expected 4"),
+        ("1 1 1 1\n1 0 1 1\n", "bad.tns:2: coordinate 0 in dimension 2: .tns coordinates are 1-based"),
+        ("1 1 1 x\n", "bad.tns:1: bad value 'x': not a number"),
+        ("1 1 1 1\n1 1 y 1\n", "bad.tns:2: bad coordinate 'y' in dimension 3"),
+        ("1 1 1 1e999\n", "bad.tns:1: value '1e999' overflows f64"),
+        (
+            "1 1 1 99999999999999999999 1\n",
+            "bad.tns:1: coordinate 99999999999999999999 of dimension 4 overflows u64",
+        ),
+        ("1 1 1\n", "bad.tns:1: rank 2 (2 coordinates and a value): CSF needs rank >= 3"),
+        ("5\n", "bad.tns:1: a line needs 1-based coordinates and then a value"),
+        ("# nothing\n\n", "bad.tns: no non-zeros in the file: give --shape"),
+        ("1 1 2 1\n1 1 2 2\n", "bad.tns:2: duplicate of line 1: index (0,0,1) is given twice"),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&tns, text).unwrap();
+        let out = hurray(["convert", s(&tns), "-o", s(&dir.path().join("o.hurray"))]);
+        assert_eq!(code(&out), 1, "{text:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("hurray: ") && err.contains(want), "{text:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(!dir.path().join("o.hurray").exists());
+}
+
+#[test]
+fn shapes_duplicates_and_empty_tensors() {
+    let dir = tmp();
+    let tns = dir.path().join("t.tns");
+    let file = dir.path().join("t.hurray");
+    std::fs::write(&tns, "1 1 2 1.5\n2 2 2 1\n1 1 2 2.25\n").unwrap();
+    ok(["convert", s(&tns), "-o", s(&file), "--duplicates", "sum"]);
+    assert_eq!(stdout(&ok(["get", s(&file), "0,0,1"])), "3.75\n");
+    ok(["convert", s(&tns), "-o", s(&file), "--duplicates", "last", "--shape", "5,6,7"]);
+    assert_eq!(stdout(&ok(["get", s(&file), "0,0,1", "4,5,6"])), "2.25\n0\n");
+    let json: Json = serde_json::from_str(&stdout(&ok(["inspect", "--json", s(&file)]))).unwrap();
+    assert_eq!((json["shape"].clone(), json["nnz"].clone()), (serde_json::json!([5, 6, 7]), 2.into()));
+    ok(["convert", s(&tns), "-o", s(&file), "--duplicates", "first"]);
+    assert_eq!(stdout(&ok(["get", s(&file), "0,0,1"])), "1.5\n");
+
+    let out = hurray(["convert", s(&tns), "-o", s(&file), "--duplicates", "last", "--shape", "2,2,1"]);
+    assert!(stderr(&out).contains("t.tns:1: coordinate 2 of dimension 3 is outside --shape's extent 1"));
+    let out = hurray(["convert", s(&tns), "-o", s(&file), "--shape", "2,2,2,2"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("t.tns:1: found 4 fields, but --shape has 4 dimensions"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hurray(["convert", s(&tns), "-o", s(&file), "--mode-order", "1,0,3,2"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("--mode-order has 4 entries, the tensor has rank 3"));
+
+    // An empty file with --shape is an empty tensor.
+    std::fs::write(&tns, "# no non-zeros\n").unwrap();
+    ok(["convert", s(&tns), "-o", s(&file), "--shape", "3,4,5"]);
+    ok(["validate", s(&file)]);
+    assert_eq!(stdout(&ok(["get", s(&file), "2,3,4"])), "0\n");
+    assert_eq!(nonzeros(&stdout(&ok(["dump", s(&file)]))).len(), 0);
+    let json: Json = serde_json::from_str(&stdout(&ok(["dump", "--format", "json", s(&file)]))).unwrap();
+    assert_eq!(json["levels"][0]["pos"], serde_json::json!([0, 0]));
+    assert_eq!(json["levels"][2]["pos"], serde_json::json!([0]));
+}
+
+#[test]
+fn auto_mode_order_reports_its_choice_unless_quiet() {
+    let dir = tmp();
+    let tns = dir.path().join("t.tns");
+    // Dimension 2 has one value, dimension 0 many: auto puts dimension 2 first.
+    let text: String = (1..=40).map(|i| format!("{i} {} 1 1\n", i % 3 + 1)).collect();
+    std::fs::write(&tns, text).unwrap();
+    let file = dir.path().join("t.hurray");
+    let out = ok(["convert", s(&tns), "-o", s(&file), "--mode-order", "auto"]);
+    assert!(stderr(&out).contains("--mode-order auto chose 2,"), "{}", stderr(&out));
+    let out = ok(["convert", s(&tns), "-o", s(&file), "--mode-order", "auto", "--quiet"]);
+    assert_eq!(stderr(&out), "");
+    ok(["validate", s(&file)]);
+}
+
+#[test]
+fn timings_report_each_phase() {
+    let dir = tmp();
+    let out = ok(["convert", s(&spec_tns()), "-o", s(&dir.path().join("t.hurray")), "--timings"]);
+    let err = stderr(&out);
+    for phase in ["  read ", "  parse ", "  build ", "  write ", "  total "] {
+        assert!(err.contains(phase), "{phase} missing from {err}");
+    }
+    assert_eq!(stderr(&ok(["convert", s(&spec_tns()), "-o", s(&dir.path().join("t.hurray"))])), "");
+}
+
+// ---------------------------------------------------------------------------
+// Atomic writes and I/O errors.
+
+#[test]
+fn a_failed_convert_leaves_the_target_untouched() {
+    let dir = tmp();
+    let target = dir.path().join("keep.hurray");
+    std::fs::write(&target, b"precious").unwrap();
+    let tns = dir.path().join("bad.tns");
+    std::fs::write(&tns, "1 1 1 1\n1 1 1 1\n").unwrap();
+    assert_eq!(code(&hurray(["convert", s(&tns), "-o", s(&target)])), 1);
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["bad.tns", "keep.hurray"]);
+    // A good convert replaces it.
+    ok(["convert", s(&spec_tns()), "-o", s(&target)]);
+    ok(["validate", s(&target)]);
+}
+
+#[test]
+fn unreadable_inputs_and_unwritable_outputs_exit_1_naming_the_file() {
+    let dir = tmp();
+    let missing = dir.path().join("missing.tns");
+    let out = hurray(["convert", s(&missing), "-o", s(&dir.path().join("o.hurray"))]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).starts_with(&format!("hurray: {}: ", missing.display())), "{}", stderr(&out));
+    let out = hurray(["convert", s(&spec_tns()), "-o", s(&dir.path().join("no/such/dir/o.hurray"))]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no/such/dir/o.hurray"), "{}", stderr(&out));
+    for cmd in ["inspect", "validate", "dump"] {
+        let out = hurray([cmd, s(&missing)]);
+        assert_eq!(code(&out), 1, "{cmd}");
+        assert!(stderr(&out).contains("missing.tns"));
+    }
+    // A directory, an empty file, and a text file are not Hurray files.
+    let empty = dir.path().join("empty.hurray");
+    std::fs::write(&empty, b"").unwrap();
+    for file in [dir.path(), empty.as_path(), spec_tns().as_path()] {
+        for args in [vec!["inspect"], vec!["validate"], vec!["dump"], vec!["get"]] {
+            let mut args = args;
+            args.push(s(file));
+            if args[0] == "get" {
+                args.push("0,0,0");
+            }
+            let out = hurray(&args);
+            assert_eq!(code(&out), 1, "{args:?}");
+        }
+    }
+    assert!(stderr(&hurray(["get", s(&spec_tns()), "0,0,0"]))
+        .contains("not a readable Hurray file: byte 0: bad magic"));
+}
+
+#[test]
+fn a_closed_stdout_ends_dump_quietly() {
+    let dir = tmp();
+    let tns = dir.path().join("big.tns");
+    let text: String = (0..200_000u64)
+        .map(|i| format!("{} {} {} 1\n", i % 100 + 1, i / 100 % 100 + 1, i / 10_000 + 1))
+        .collect();
+    std::fs::write(&tns, text).unwrap();
+    let file = dir.path().join("big.hurray");
+    ok(["convert", s(&tns), "-o", s(&file)]);
+    let mut child = Command::new(BIN)
+        .args(["dump", s(&file)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("# hurray dump"));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+// ---------------------------------------------------------------------------
+// Usage errors.
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &[]);
+    let o = dir.path().join("o.hurray");
+    let spec = spec_tns();
+    let cases: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["frobnicate"],
+        vec!["convert"],
+        vec!["convert", s(&spec)],
+        vec!["convert", s(&spec), "-o", s(&o), "--shape", "2,x,4"],
+        vec!["convert", s(&spec), "-o", s(&o), "--shape", "2,3"],
+        vec!["convert", s(&spec), "-o", s(&o), "--mode-order", "0,0,1"],
+        vec!["convert", s(&spec), "-o", s(&o), "--mode-order", "best"],
+        vec!["convert", s(&spec), "-o", s(&o), "--dtype", "f16"],
+        vec!["convert", s(&spec), "-o", s(&o), "--dtype", "float"],
+        vec!["convert", s(&spec), "-o", s(&o), "--duplicates", "max"],
+        vec!["convert", s(&spec), "-o", s(&o), "--bogus"],
+        vec!["convert", s(&spec), "-o", s(&o), "--threads", "0"],
+        vec!["inspect"],
+        vec!["validate", s(&file), "--max-errors", "0"],
+        vec!["get", s(&file)],
+        vec!["get", s(&file), "1,x,2"],
+        vec!["get", s(&file), "1,-1,2"],
+        vec!["dump", s(&file), "--format", "xml"],
+    ];
+    for args in cases {
+        let out = hurray(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty());
+    }
+    assert!(stderr(&hurray(["convert", s(&spec_tns()), "-o", s(&o), "--dtype", "f16"]))
+        .contains("unsupported --dtype for convert: f16"));
+    assert!(!o.exists());
+    assert_eq!(code(&hurray(["--help"])), 0);
+    assert_eq!(code(&hurray(["--version"])), 0);
+    assert_eq!(code(&hurray(["convert", "--help"])), 0);
+}
+
+// ---------------------------------------------------------------------------
+// The malformed-file corpus of csf-validate.
+
+/// `(file, expectation)` from the corpus manifest, when the corpus exists.
+fn corpus() -> Option<Vec<(PathBuf, String)>> {
+    let dir = repo().join("crates/csf-validate/tests/corpus");
+    let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).ok()?;
+    Some(
+        manifest
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let mut fields = l.split('\t');
+                let name = fields.next().unwrap();
+                let expect = fields.next().unwrap_or("").to_string();
+                (dir.join(format!("{name}.hurray")), expect)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn validate_agrees_with_the_corpus_manifest() {
+    let Some(cases) = corpus() else {
+        eprintln!("no corpus: skipped");
+        return;
+    };
+    assert!(!cases.is_empty());
+    for (file, expect) in &cases {
+        let valid = expect.starts_with("valid");
+        let strict = hurray(["validate", s(file)]);
+        assert_eq!(code(&strict), if valid { 0 } else { 1 }, "{}: {expect}", file.display());
+        let permissive_ok = valid || expect.contains("permissive=ok");
+        let permissive = hurray(["validate", "--permissive", s(file)]);
+        assert_eq!(code(&permissive), if permissive_ok { 0 } else { 1 }, "{}: {expect}", file.display());
+        // The JSON report agrees, and names the rule the manifest expects first.
+        let json: Json = serde_json::from_str(&stdout(&hurray(["validate", "--json", s(file)]))).unwrap();
+        assert_eq!(json["valid"], valid, "{}", file.display());
+        if let Some(rule) = expect.strip_prefix("strict=").and_then(|r| r.split_whitespace().next()) {
+            assert_eq!(json["errors"][0]["rule"], rule, "{}", file.display());
+        }
+        if expect.starts_with("decode=") {
+            assert_eq!(json["errors"][0]["rule"], "decode", "{}", file.display());
+        }
+        for warning in expect.split("warnings=").nth(1).map(|w| w.split(',')).into_iter().flatten() {
+            let warnings = json["warnings"].as_array().unwrap();
+            assert!(warnings.iter().any(|w| w["rule"] == warning.trim()), "{}", file.display());
+        }
+    }
+}
+
+#[test]
+fn no_command_panics_on_any_corpus_file() {
+    let Some(cases) = corpus() else {
+        eprintln!("no corpus: skipped");
+        return;
+    };
+    for (file, _) in &cases {
+        for permissive in [false, true] {
+            for cmd in [
+                &["inspect"][..],
+                &["inspect", "--json"],
+                &["validate", "--json"],
+                &["get", "0,0,0", "1,2,3", "0,0,0,0"],
+                &["dump"],
+                &["dump", "--format", "json"],
+            ] {
+                let mut args: Vec<&str> = vec![cmd[0], s(file)];
+                args.extend_from_slice(&cmd[1..]);
+                if permissive {
+                    args.push("--permissive");
+                }
+                let out = hurray(&args);
+                let c = code(&out);
+                assert!(c == 0 || c == 1, "{args:?} exited {c}: {}", stderr(&out));
+                if c == 1 && cmd[0] != "validate" {
+                    let err = stderr(&out);
+                    assert!(
+                        err.lines().count() == 1 && err.starts_with("hurray: ") && err.contains(".hurray"),
+                        "{args:?}: {err}"
+                    );
+                }
+                if c == 0 && cmd[0] == "dump" && cmd.len() > 1 {
+                    serde_json::from_slice::<Json>(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The real tensors in ../shared/data, when present.
+
+#[test]
+fn real_tensors_convert_validate_and_dump_back() {
+    let Some(data) = csf_testdata::shared_data() else {
+        eprintln!("no shared data: skipped");
+        return;
+    };
+    let dir = tmp();
+    let mut seen = 0;
+    let mut files: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for path in files.iter().filter(|p| p.to_string_lossy().ends_with(".tns.gz")) {
+        // The reference reader, slow and simple; later duplicates win, as with --duplicates last.
+        let coo = csf_testdata::read_tns(path).unwrap();
+        if coo.len() > 200_000 {
+            continue;
+        }
+        let mut want: BTreeMap<Vec<u64>, f64> = BTreeMap::new();
+        for i in 0..coo.len() {
+            want.insert(coo.index(i).iter().map(|c| c + 1).collect(), coo.values[i]);
+        }
+        let file = dir.path().join("t.hurray");
+        ok(["convert", s(path), "-o", s(&file), "--duplicates", "last", "-q"]);
+        ok(["validate", s(&file)]);
+        let json: Json = serde_json::from_str(&stdout(&ok(["inspect", "--json", s(&file)]))).unwrap();
+        assert_eq!(json["shape"], serde_json::json!(coo.shape), "{}", path.display());
+        assert_eq!(json["nnz"], want.len(), "{}", path.display());
+        let got = nonzeros(&stdout(&ok(["dump", s(&file)])));
+        assert_eq!(got.len(), want.len(), "{}", path.display());
+        assert!(
+            got.iter().zip(&want).all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits()),
+            "{}",
+            path.display()
+        );
+        // Auto picks a valid order too.
+        ok(["convert", s(path), "-o", s(&file), "--duplicates", "last", "--mode-order", "auto", "-q"]);
+        ok(["validate", s(&file)]);
+        seen += 1;
+    }
+    assert!(seen > 0, "no .tns.gz files in {}", data.display());
+}
