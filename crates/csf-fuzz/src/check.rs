@@ -222,28 +222,69 @@ pub(crate) fn total(view: &CsfView<'_>) {
     let nodes: u64 = view.levels().iter().map(|l| l.node_count() as u64).sum();
     let leaves = view.node_count(view.rank() - 1);
     let mut cursor = view.cursor();
-    let mut yielded = 0usize;
+    let mut entries: Vec<Entry> = Vec::new();
     while cursor.advance() {
-        yielded += 1;
-        assert!(yielded <= leaves, "iteration yields more entries than n_(rank-1) = {leaves}");
+        assert!(entries.len() < leaves, "iteration yields more entries than n_(rank-1) = {leaves}");
         assert!(cursor.leaf() < leaves, "a leaf position past crd_(rank-1)");
         let _ = cursor.value();
         if let Ok(Some(leaf)) = view.find(cursor.index()) {
             assert!(leaf < leaves, "lookup returned leaf {leaf} past crd_(rank-1)");
         }
+        entries.push(Entry {
+            index: cursor.index().to_vec(),
+            coords: cursor.coords().to_vec(),
+            leaf: cursor.leaf(),
+        });
     }
     let steps = cursor.steps();
     assert!(steps <= 2 * nodes + 1, "iteration took {steps} steps for {nodes} stored nodes");
-    let mut walked = 0usize;
-    view.for_each(|_, leaf| {
-        assert!(leaf < leaves, "for_each: leaf {leaf} past crd_(rank-1)");
-        walked += 1;
-    });
-    assert_eq!(walked, yielded, "for_each and the cursor yield different counts");
-    assert_eq!(view.to_coo(CooOrder::Storage).len(), yielded, "to_coo and the cursor disagree");
+    // The walk is the documented one (csf-core `iter.rs`): each level's slices
+    // clamped to start past the last node visited there.
+    let reference = clamped_walk(view);
+    assert!(
+        entries.len() == reference.len()
+            && entries
+                .iter()
+                .zip(&reference)
+                .all(|(e, (coords, leaf))| e.coords == *coords && e.leaf == *leaf),
+        "the cursor's walk is not the clamped depth-first walk"
+    );
+    same_walks(view, &entries);
+    assert_eq!(view.to_coo(CooOrder::Storage).len(), entries.len(), "to_coo and the cursor disagree");
     let origin = vec![0; view.rank()];
     let _ = view.get(&origin);
     if let Ok(dense) = view.to_dense_f64(DENSE_BUDGET) {
         assert!(dense.len() as u64 <= DENSE_BUDGET, "dense conversion over its budget");
     }
+}
+
+/// The spec's recursive `visit`, with the clamp that keeps it linear on any
+/// `pos`: a slice starts no earlier than one past the last node visited at
+/// its level. Returns `(storage coordinates, leaf)` in visiting order.
+fn clamped_walk(view: &CsfView<'_>) -> Vec<(Vec<u64>, usize)> {
+    struct Walk<'v, 'a> {
+        view: &'v CsfView<'a>,
+        high: Vec<usize>,
+        coords: Vec<u64>,
+        out: Vec<(Vec<u64>, usize)>,
+    }
+    impl Walk<'_, '_> {
+        fn visit(&mut self, level: usize, parent: usize) {
+            let lvl = self.view.level(level).expect("level < rank");
+            let (start, end) = lvl.children(parent);
+            for node in start.max(self.high[level])..end {
+                self.high[level] = node + 1;
+                self.coords[level] = lvl.crd.get(node).expect("children() is clamped into crd");
+                if level + 1 == self.view.rank() {
+                    self.out.push((self.coords.clone(), node));
+                } else {
+                    self.visit(level + 1, node);
+                }
+            }
+        }
+    }
+    let rank = view.rank();
+    let mut walk = Walk { view, high: vec![0; rank], coords: vec![0; rank], out: Vec::new() };
+    walk.visit(0, 0);
+    walk.out
 }
