@@ -22,16 +22,16 @@ pub struct Context {
 
 /// How long each phase took, and what it did.
 struct Timings {
-    read: Duration,
+    read: Phase,
     read_how: &'static str,
     input_bytes: usize,
-    parse: Duration,
+    parse: Phase,
     lines: u64,
     chunks: usize,
     nnz_in: usize,
-    build: Duration,
+    build: Phase,
     nnz: u64,
-    write: Duration,
+    write: Phase,
     file_bytes: u64,
 }
 
@@ -39,8 +39,9 @@ struct Timings {
 pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
     let path = args.input.as_path();
     let started = Instant::now();
+    let clock = Clock::start();
     let (input, gzip) = files::open_text(path)?;
-    let read = started.elapsed();
+    let read = clock.stop();
 
     let shape = args.shape.as_ref().map(|s| s.0.as_slice());
     let first = tns::first_data_line(&input);
@@ -75,13 +76,13 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
         read,
         read_how: input.how(gzip),
         input_bytes: input.len(),
-        parse: Duration::ZERO,
+        parse: Phase::default(),
         lines: 0,
         chunks: 0,
         nnz_in: 0,
-        build: Duration::ZERO,
+        build: Phase::default(),
         nnz: 0,
-        write: Duration::ZERO,
+        write: Phase::default(),
         file_bytes: 0,
     };
     let job = Job { args, cx, rank, input, timings: &mut timings };
@@ -100,15 +101,21 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
         other => return Err(Error::Usage(format!("unsupported --dtype for convert: {other}"))),
     }?;
     if let (Some(auto), false) = (&built.auto, cx.quiet) {
+        // csf-build lists identity first, then shortest-extent-first (SPLATT's heuristic).
+        let labels = ["identity", "shortest-extent-first"];
         let compared: Vec<String> = auto
             .compared
             .iter()
-            .map(|(order, bytes)| format!("[{}] {}", format::commas(order), format::bytes(*bytes)))
+            .enumerate()
+            .map(|(i, (order, bytes))| {
+                let label = labels.get(i).copied().unwrap_or("candidate");
+                format!("{label} {} stores {bytes}", format::commas(order))
+            })
             .collect();
         eprintln!(
-            "hurray: --mode-order auto chose {} ({} of pos/crd; compared: {})",
+            "hurray: --mode-order auto chose {}: {} bytes of pos/crd ({})",
             format::commas(&auto.mode_order),
-            format::bytes(auto.index_bytes),
+            auto.index_bytes,
             compared.join(", ")
         );
     }
@@ -116,9 +123,9 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
         eprintln!("hurray: {}: {} entries merged or dropped", path.display(), built.removed);
     }
 
-    let written = Instant::now();
+    let clock = Clock::start();
     timings.file_bytes = write(&built, &args.output, !args.no_statistics)?;
-    timings.write = written.elapsed();
+    timings.write = clock.stop();
     if args.timings {
         print_timings(args, &timings, started.elapsed());
     }
@@ -161,7 +168,7 @@ impl Job<'_> {
         let path = args.input.as_path();
         let show = progress::wanted(cx.quiet);
 
-        let started = Instant::now();
+        let clock = Clock::start();
         let bar = Progress::bytes(show, input.len() as u64, "parsing");
         let shape = args.shape.as_ref().map(|s| s.0.as_slice());
         let parsed = tns::parse::<V>(&input, rank, shape, &|n| bar.inc(n))
@@ -169,7 +176,7 @@ impl Job<'_> {
         bar.finish();
         // The input is not needed any more: give its memory back before the build.
         drop(input);
-        timings.parse = started.elapsed();
+        timings.parse = clock.stop();
         (timings.lines, timings.chunks, timings.nnz_in) = (parsed.lines, parsed.chunks, parsed.len());
 
         let shape: Vec<u64> = shape.map_or_else(|| parsed.max.clone(), <[u64]>::to_vec);
@@ -188,7 +195,7 @@ impl Job<'_> {
             drop_zeros: args.drop_zeros,
             parallel: true,
         };
-        let started = Instant::now();
+        let clock = Clock::start();
         let spinner = Progress::spinner(show, "building");
         let coo = Coo {
             shape: &shape,
@@ -198,7 +205,7 @@ impl Job<'_> {
         };
         let built = csf_build::build(&coo, &options);
         spinner.finish();
-        timings.build = started.elapsed();
+        timings.build = clock.stop();
         drop(coo);
         drop(parsed);
         let built = built.map_err(|e| build_error(path, e))?;
@@ -258,33 +265,78 @@ fn write(built: &Built, output: &Path, with_statistics: bool) -> Result<u64> {
 }
 
 fn print_timings(args: &ConvertArgs, t: &Timings, total: Duration) {
-    let secs = |d: Duration| d.as_secs_f64();
     let threads = rayon::current_num_threads();
     eprintln!(
-        "hurray: timings: {} -> {} ({threads} thread{})",
+        "hurray: timings: {} -> {} ({threads} thread{}; cpu = on-CPU time of all threads)",
         args.input.display(),
         args.output.display(),
         if threads == 1 { "" } else { "s" }
     );
-    eprintln!("  read   {:8.3} s  {} {}", secs(t.read), format::bytes(t.input_bytes as u64), t.read_how);
+    eprintln!("  read   {}  {} {}", t.read, format::bytes(t.input_bytes as u64), t.read_how);
     eprintln!(
-        "  parse  {:8.3} s  {} lines, {} entries, {} chunks ({:.0} MB/s)",
-        secs(t.parse),
+        "  parse  {}  {} lines, {} entries, {} chunks ({:.0} MB/s)",
+        t.parse,
         t.lines,
         t.nnz_in,
         t.chunks,
-        t.input_bytes as f64 / 1e6 / secs(t.parse).max(1e-9)
+        t.input_bytes as f64 / 1e6 / t.parse.wall.as_secs_f64().max(1e-9)
     );
-    eprintln!("  build  {:8.3} s  nnz {}", secs(t.build), t.nnz);
-    eprintln!(
-        "  write  {:8.3} s  {} (synced, renamed into place)",
-        secs(t.write),
-        format::bytes(t.file_bytes)
-    );
-    eprintln!("  total  {:8.3} s", secs(total));
+    eprintln!("  build  {}  nnz {}", t.build, t.nnz);
+    eprintln!("  write  {}  {} (synced, renamed into place)", t.write, format::bytes(t.file_bytes));
+    eprintln!("  total  {:8.3} s", total.as_secs_f64());
     if let Some(peak) = peak_rss() {
         eprintln!("  peak RSS {}", format::bytes(peak));
     }
+}
+
+/// Wall-clock and CPU time of one phase.
+#[derive(Clone, Copy, Debug, Default)]
+struct Phase {
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:8.3} s", self.wall.as_secs_f64())?;
+        match self.cpu {
+            Some(cpu) => write!(f, " (cpu {:7.3} s)", cpu.as_secs_f64()),
+            None => f.write_str("                "),
+        }
+    }
+}
+
+/// Starts timing a phase.
+struct Clock {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Self { wall: Instant::now(), cpu: cpu_time() }
+    }
+
+    fn stop(&self) -> Phase {
+        let cpu = match (self.cpu, cpu_time()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        Phase { wall: self.wall.elapsed(), cpu }
+    }
+}
+
+/// On-CPU time of all the process's live threads (Linux: the first field of
+/// each `/proc/self/task/*/schedstat`, in nanoseconds). Rayon's workers live
+/// as long as the process, so differences between two readings are exact.
+/// Wall-clock time on a busy machine overstates a phase's cost; this does not.
+fn cpu_time() -> Option<Duration> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
 }
 
 /// The process's peak resident set size (Linux's `VmHWM`), when known.

@@ -5,7 +5,8 @@
 //! that reads back to the same bits, after two `#` comment lines that give
 //! the `convert` flags which rebuild the identical file. `json` prints one
 //! object with the tree itself (levels' `pos` and `crd`, in storage order)
-//! and the values.
+//! and the values (for a quantized tensor, the stored values and then the
+//! dequantized ones under `"dequantized"`; `tns` prints dequantized values).
 
 use std::io::Write;
 
@@ -59,10 +60,22 @@ fn tns(
         d.layout,
         view.nnz()
     )?;
-    writeln!(out, "# rebuild: hurray convert THIS.tns -o {name} {flags}")?;
+    let quantized = view.quantization().is_some();
+    if quantized {
+        writeln!(out, "# values are dequantized to f32; convert does not rebuild the quantization")?;
+    } else {
+        writeln!(out, "# rebuild: hurray convert THIS.tns -o {name} {flags}")?;
+    }
 
     let values = view.values();
     let zero = Value::zero(view.element_type());
+    let value = |leaf: usize, index: &[u64]| -> Value {
+        if quantized {
+            Value::F32(view.value_f32(leaf, index).unwrap_or(f32::NAN))
+        } else {
+            values.get(leaf).unwrap_or(zero)
+        }
+    };
     let mut buf = Vec::with_capacity(FLUSH_AT + 1024);
     let mut failed = None;
     view.for_each(|index, leaf| {
@@ -73,7 +86,7 @@ fn tns(
             push_u64(&mut buf, c.wrapping_add(1));
             buf.push(b' ');
         }
-        format::push_value(&mut buf, values.get(leaf).unwrap_or(zero));
+        format::push_value(&mut buf, value(leaf, index));
         buf.push(b'\n');
         if buf.len() >= FLUSH_AT {
             if let Err(e) = out.write_all(&buf) {
@@ -141,6 +154,33 @@ fn json(view: &CsfView<'_>, out: &mut Output) -> std::io::Result<()> {
             buf.clear();
         }
     }
-    buf.extend_from_slice(b"]}\n");
+    buf.push(b']');
+    if view.quantization().is_some() {
+        // The real values, after the stored (quantized) ones.
+        buf.extend_from_slice(b", \"dequantized\": [");
+        let mut first = true;
+        let mut failed = None;
+        view.for_each_dequantized(|_, v| {
+            if failed.is_some() {
+                return;
+            }
+            if !first {
+                buf.extend_from_slice(b", ");
+            }
+            first = false;
+            format::push_value_json(&mut buf, Value::F32(v));
+            if buf.len() >= FLUSH_AT {
+                if let Err(e) = out.write_all(&buf) {
+                    failed = Some(e);
+                }
+                buf.clear();
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        buf.push(b']');
+    }
+    buf.extend_from_slice(b"}\n");
     out.write_all(&buf)
 }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use csf_core::{LookupError, Value};
+use csf_core::{CsfView, LookupError, Value};
 
 use crate::cli::GetArgs;
 use crate::error::{Error, Result, STDOUT};
@@ -11,7 +11,8 @@ use crate::files;
 use crate::format;
 use crate::read;
 
-/// Runs `get`. An index of the wrong rank or outside the shape is an error
+/// Runs `get`. A quantized tensor's values are printed dequantized (`f32`).
+/// An index of the wrong rank or outside the shape is an error
 /// about the data asked for (exit 1), like an unreadable file; an index that
 /// is not a list of integers is a usage error, caught by clap (exit 2).
 pub fn run(args: &GetArgs) -> Result<()> {
@@ -22,7 +23,7 @@ pub fn run(args: &GetArgs) -> Result<()> {
     let zero = Value::zero(view.element_type());
     let mut out = Vec::new();
     for index in &args.indices {
-        let value = view.get(&index.0).map_err(|e| {
+        let value = lookup(&view, &index.0).map_err(|e| {
             let what = match e {
                 LookupError::WrongRank { got, rank } => {
                     format!("index has {got} coordinates, the tensor has rank {rank}")
@@ -35,4 +36,13 @@ pub fn run(args: &GetArgs) -> Result<()> {
         out.push(b'\n');
     }
     std::io::stdout().lock().write_all(&out).map_err(|e| Error::io(Path::new(STDOUT), e))
+}
+
+/// The stored value at `index` (`None` for an implicit zero); for a
+/// quantized tensor, the dequantized value as `f32`.
+fn lookup(view: &CsfView<'_>, index: &[u64]) -> Result<Option<Value>, LookupError> {
+    if view.quantization().is_some() {
+        return view.get_dequantized(index).map(|v| Some(Value::F32(v)));
+    }
+    view.get(index)
 }

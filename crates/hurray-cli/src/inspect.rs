@@ -102,7 +102,7 @@ fn text(args: &InspectArgs, container: &Container<'_>, view: &CsfView<'_>) -> St
     );
     if let Some(q) = d.quantization {
         line(
-            "quantization",
+            "quantized",
             format!("{:?} (scales {}), {} bytes of parameters", q.scheme, q.scale_type, s.other),
         );
     }

@@ -662,3 +662,21 @@ fn real_tensors_convert_validate_and_dump_back() {
     }
     assert!(seen > 0, "no .tns.gz files in {}", data.display());
 }
+
+#[test]
+fn quantized_values_are_printed_dequantized() {
+    let file = repo().join("crates/csf-validate/tests/corpus/valid-quantization.hurray");
+    if !file.exists() {
+        eprintln!("no corpus: skipped");
+        return;
+    }
+    // i8 codes 1, -2, 3, 4 with a per-tensor scale of 0.25.
+    assert_eq!(stdout(&ok(["get", s(&file), "0,0,1", "0,2,3", "1,1,2", "1,0,0"])), "0.25\n-0.5\n1\n0\n");
+    let body: Vec<String> =
+        stdout(&ok(["dump", s(&file)])).lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
+    assert_eq!(body, ["1 1 2 0.25", "1 3 4 -0.5", "2 2 1 0.75", "2 2 3 1"]);
+    let json: Json = serde_json::from_str(&stdout(&ok(["dump", "--format", "json", s(&file)]))).unwrap();
+    assert_eq!(json["values"], serde_json::json!([1, -2, 3, 4]));
+    assert_eq!(json["dequantized"], serde_json::json!([0.25, -0.5, 0.75, 1.0]));
+    assert!(stdout(&ok(["inspect", s(&file)])).contains("PerTensor"));
+}
