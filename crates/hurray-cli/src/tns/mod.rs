@@ -517,6 +517,43 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_never_panic_and_errors_point_into_the_file() {
+        // Bytes drawn mostly from the .tns alphabet, so that many lines get far into the parser.
+        let alphabet = b"0123456789 \t\r\n#.-+eE1x";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2000 {
+            let len = (next() % 200) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    if r % 17 == 0 {
+                        (r >> 8) as u8
+                    } else {
+                        alphabet[(r >> 8) as usize % alphabet.len()]
+                    }
+                })
+                .collect();
+            let lines = count_lines(&bytes);
+            for rank in [1, 3, 4] {
+                for target in [1, 7, 1 << 20] {
+                    match parse_in_chunks::<f64>(&bytes, rank, None, &|_| {}, target) {
+                        Ok(p) => assert!(p.len() as u64 <= lines && p.coords.len() == p.len() * rank),
+                        Err(e) => assert!(e.line >= 1 && e.line <= lines, "{e:?}"),
+                    }
+                }
+            }
+            let _ = first_data_line(&bytes);
+            let _ = line_of_entry(&bytes, 3);
+        }
+    }
+
+    #[test]
     fn many_chunks_give_the_same_result_as_one() {
         let mut text = String::new();
         for i in 0..50_000u64 {
