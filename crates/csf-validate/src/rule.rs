@@ -66,6 +66,14 @@ rules! {
     ShardDescriptor = "shard-descriptor", "csf-layout § Sharding", true;
     /// A quantization-parameter buffer's device tag differs from the values buffer's.
     QuantizationDevice = "quantization-device", "csf-layout § Quantization Compatibility", true;
+    /// The value, scale or zero-point element type does not suit the quantization scheme.
+    QuantizationTypes = "quantization-types", "format.md § 5.7.2", true;
+    /// A per-channel axis outside the rank, or an axis on a scheme without one.
+    QuantizationAxis = "quantization-axis", "format.md § 5.7.2", true;
+    /// A block scheme without a block size (MXFP: not 32), or a block size on another scheme.
+    QuantizationBlockSize = "quantization-block-size", "format.md § 5.7.2", true;
+    /// A quantization-parameter buffer does not hold one element per group.
+    QuantizationSize = "quantization-size", "format.md § 5.7.1", true;
     /// The statistics section's `nnz` differs from the descriptor's.
     StatisticsNnz = "statistics-nnz", "csf-layout § Interaction with Statistics Section", true;
     /// Invariant 1: `pos_L[0] = 0`.
@@ -157,6 +165,14 @@ impl fmt::Display for Violation {
             Rule::QuantizationDevice => {
                 write!(f, "quantization buffer has device tag {found}, the values buffer has {expected}")
             }
+            Rule::QuantizationTypes => {
+                write!(f, "element type code {found:#04x} does not suit the quantization scheme {expected}")
+            }
+            Rule::QuantizationAxis => write!(f, "quantization axis is {found}, must be below {expected}"),
+            Rule::QuantizationBlockSize => {
+                write!(f, "quantization block_size is {found}, expected {expected}")
+            }
+            Rule::QuantizationSize => write!(f, "quantization buffer is {found} bytes, expected {expected}"),
             Rule::StatisticsNnz => write!(f, "statistics nnz is {found}, the descriptor's nnz is {expected}"),
             Rule::PosStart => write!(f, "pos[0] is {found}, must be 0"),
             Rule::PosDecreasing => write!(f, "pos decreases: {found} after {expected}"),

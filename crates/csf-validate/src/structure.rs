@@ -1,8 +1,8 @@
 //! The descriptor-level rules: rank, mode order, buffer table, sizes, byte
 //! offset, sharding, quantization devices, statistics.
 
-use hurray_format::limits::{MAX_QUANTIZATION_BUFFERS, MAX_RANK};
-use hurray_format::{csf, Container, Descriptor};
+use hurray_format::limits::MAX_RANK;
+use hurray_format::{csf, Container, Descriptor, ElementType, QuantScheme, Quantization};
 
 use csf_core::{CsfView, ViewError};
 
@@ -79,19 +79,85 @@ pub(crate) fn check_mode_order(mode_order: &[u32], sink: &mut dyn Sink) -> Resul
     Ok(())
 }
 
+/// `docs/format.md` § 5.7.1 and § 5.7.2: the scheme's types, axis, block size
+/// and parameter-buffer sizes. In the violations, `expected` of
+/// [`Rule::QuantizationTypes`] is the scheme's code.
+fn check_quantization(d: &Descriptor, q: &Quantization, sink: &mut dyn Sink) -> Result<(), Stop> {
+    use ElementType as T;
+    let scheme = q.scheme as u64;
+    let integer = |t: T| matches!(t, T::I4 | T::U4 | T::I8 | T::U8 | T::I16 | T::U16 | T::I32 | T::U32);
+    let float_scale = |t: T| matches!(t, T::F32 | T::F16 | T::BF16);
+    let (values_ok, scale_ok, zero_ok) = match q.scheme {
+        QuantScheme::PerTensor | QuantScheme::PerChannel | QuantScheme::PerBlock => (
+            integer(d.element_type) || matches!(d.element_type, T::F8E4M3 | T::F8E5M2),
+            float_scale(q.scale_type),
+            q.zero_point_type.map_or(true, |z| integer(d.element_type) && z == d.element_type),
+        ),
+        QuantScheme::Nf4 => {
+            (d.element_type == T::NF4, float_scale(q.scale_type), q.zero_point_type.is_none())
+        }
+        QuantScheme::Mxfp => (
+            matches!(d.element_type, T::F8E4M3 | T::F8E5M2 | T::F6E2M3 | T::F6E3M2 | T::F4E2M1),
+            q.scale_type == T::E8M0,
+            q.zero_point_type.is_none(),
+        ),
+    };
+    let first = csf::buffer_count(d.rank());
+    let types = [
+        (values_ok, d.element_type, csf::VALUES_BUFFER),
+        (scale_ok, q.scale_type, first),
+        (zero_ok, q.zero_point_type.unwrap_or(q.scale_type), first + 1),
+    ];
+    for (ok, ty, buffer) in types {
+        if !ok {
+            sink.violation(
+                Violation::new(Rule::QuantizationTypes, u64::from(ty.code()), scheme).in_buffer(buffer),
+            )?;
+        }
+    }
+    // Axis: only per-channel has one, and it names a logical dimension.
+    let axis_limit = if q.scheme == QuantScheme::PerChannel { d.rank() as u64 } else { 1 };
+    if u64::from(q.axis) >= axis_limit {
+        sink.violation(Violation::new(Rule::QuantizationAxis, u64::from(q.axis), axis_limit))?;
+    }
+    let block_wanted = match q.scheme {
+        QuantScheme::PerTensor | QuantScheme::PerChannel => Some(0),
+        QuantScheme::Mxfp => Some(32),
+        QuantScheme::PerBlock | QuantScheme::Nf4 => None, // any non-zero size
+    };
+    let block_ok = block_wanted.map_or(q.block_size > 0, |b| q.block_size == b);
+    if !block_ok {
+        sink.violation(Violation::new(Rule::QuantizationBlockSize, q.block_size, block_wanted.unwrap_or(1)))?;
+    }
+    // Sizes: one element per group.
+    let groups = match q.scheme {
+        QuantScheme::PerTensor => Some(1),
+        QuantScheme::PerChannel => d.shape.get(q.axis as usize).copied(),
+        _ => (q.block_size > 0).then(|| d.nnz.div_ceil(q.block_size)),
+    };
+    let params = [(q.scale_type, first), (q.zero_point_type.unwrap_or(q.scale_type), first + 1)];
+    for (ty, buffer) in params.into_iter().take(1 + usize::from(q.zero_point_type.is_some())) {
+        let (Some(groups), Some(entry)) = (groups, d.buffers.get(buffer)) else { continue };
+        let want = ty.values_len(groups).unwrap_or(u64::MAX);
+        if entry.length != want {
+            sink.violation(Violation::new(Rule::QuantizationSize, entry.length, want).in_buffer(buffer))?;
+        }
+    }
+    Ok(())
+}
+
 /// Rules on descriptor fields alone, which hold in both modes.
 fn check_descriptor(d: &Descriptor, sink: &mut dyn Sink) -> Result<(), Stop> {
     let rank = d.rank();
-    // § Buffer Table: 2 * rank + 1, plus quantization buffers only with the section.
+    // § Buffer Table: 2 * rank + 1, plus the scheme's parameter buffers.
     let own = csf::buffer_count(rank);
+    let params = d.quantization.map_or(0, |q| 1 + usize::from(q.zero_point_type.is_some()));
     let count = d.buffers.len();
-    let count_ok = match d.quantization {
-        None => count == own,
-        Some(_) => count > own && count <= own + MAX_QUANTIZATION_BUFFERS,
-    };
-    if !count_ok {
-        let expected = if d.quantization.is_some() { own + 1 } else { own };
-        sink.violation(Violation::new(Rule::BufferCount, count as u64, expected as u64))?;
+    if count != own + params {
+        sink.violation(Violation::new(Rule::BufferCount, count as u64, (own + params) as u64))?;
+    }
+    if let Some(q) = d.quantization {
+        check_quantization(d, &q, sink)?;
     }
     // § Buffer Size: byte_offset is 0.
     if d.byte_offset != 0 {

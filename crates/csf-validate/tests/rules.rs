@@ -336,19 +336,36 @@ fn missing_buffer_and_buffer_count() {
         at(&file_error(&encode(&t.descriptor(), &buffers))),
         (Rule::BufferCount, None, None, None, 8, 7)
     );
-    // With a quantization section, at least one parameter buffer and at most 8.
-    let mut d = t.descriptor();
+    // With a quantization section: exactly the scheme's parameter buffers
+    // (docs/format.md § 5.7.1): one for scales, two with zero points.
+    let mut d = i8_descriptor(&t);
     d.quantization = Some(per_tensor());
-    assert_eq!(at(&file_error(&encode(&d, &t.buffers()))), (Rule::BufferCount, None, None, None, 7, 8));
+    let buffers = i8_buffers(&t);
+    assert_eq!(at(&file_error(&encode(&d, &buffers))), (Rule::BufferCount, None, None, None, 7, 8));
+    let mut more = buffers.clone();
+    more.extend((0..9).map(|_| vec![0; 4]));
+    assert_eq!(at(&file_error(&encode(&d, &more))), (Rule::BufferCount, None, None, None, 16, 8));
+    let mut one = buffers.clone();
+    one.push(0.5f32.to_le_bytes().to_vec());
+    assert!(validate(&Container::decode(&encode(&d, &one)).unwrap()).is_ok(), "one scale buffer");
+    d.quantization = Some(Quantization { zero_point_type: Some(ElementType::I8), ..per_tensor() });
+    assert_eq!(at(&file_error(&encode(&d, &one))), (Rule::BufferCount, None, None, None, 8, 9));
+    one.push(vec![0]);
+    assert!(validate(&Container::decode(&encode(&d, &one)).unwrap()).is_ok(), "scales and zero points");
+}
+
+/// The spec example's descriptor with `i8` values (quantizable).
+fn i8_descriptor(t: &Tree) -> hurray_format::Descriptor {
+    let mut d = t.descriptor();
+    d.element_type = ElementType::I8;
+    d
+}
+
+/// The spec example's buffers with 4 `i8` values.
+fn i8_buffers(t: &Tree) -> Vec<Vec<u8>> {
     let mut buffers = t.buffers();
-    buffers.extend((0..9).map(|_| vec![0; 4]));
-    assert_eq!(at(&file_error(&encode(&d, &buffers))), (Rule::BufferCount, None, None, None, 16, 8));
-    let mut buffers = t.buffers();
-    buffers.extend((0..8).map(|_| vec![0; 4]));
-    assert!(
-        validate(&Container::decode(&encode(&d, &buffers)).unwrap()).is_ok(),
-        "8 parameter buffers are fine"
-    );
+    buffers[0] = vec![1, 2, 3, 4];
+    buffers
 }
 
 #[test]
@@ -413,10 +430,10 @@ fn statistics_nnz_must_match_the_descriptor() {
 #[test]
 fn quantization_buffers_share_the_values_device() {
     let t = Tree::spec_example();
-    let mut d = t.descriptor();
+    let mut d = i8_descriptor(&t);
     d.quantization = Some(per_tensor());
     let _ = d.buffers.push(Default::default());
-    let mut buffers = t.buffers();
+    let mut buffers = i8_buffers(&t);
     buffers.push(0.5f32.to_le_bytes().to_vec());
     assert!(validate(&Container::decode(&encode(&d, &buffers)).unwrap()).is_ok());
 
