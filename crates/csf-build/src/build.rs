@@ -61,6 +61,10 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
     let tensor =
         OwnedCsf::new(coo.element_type, coo.shape.to_vec(), mode_order, nnz, levels, slots.pack(values))
             .map_err(|_| BuildError::RankTooLarge { rank })?;
+    let tensor = match options.quantize {
+        Some(spec) => crate::quantize(tensor, spec)?,
+        None => tensor,
+    };
     debug_assert!(
         csf_validate::validate_view(tensor.view()).is_ok(),
         "the builder broke a storage invariant: {:?}",
@@ -99,7 +103,7 @@ pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrder, parallel: bool) -> Res
         element_type: values.element_type(),
         values: packed.into(),
     };
-    build(&coo, &Options { mode_order, duplicates: Duplicates::Error, drop_zeros: false, parallel })
+    build(&coo, &Options { mode_order, parallel, ..Options::default() })
 }
 
 fn entry_count(coo: &Coo<'_>, rank: usize) -> Result<usize, BuildError> {

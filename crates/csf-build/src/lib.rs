@@ -4,6 +4,7 @@
 mod build;
 mod key;
 mod order;
+mod quantize;
 mod sort;
 mod values;
 
@@ -16,6 +17,7 @@ use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, reorder};
 pub use order::{AutoChoice, EXACT_MAX_RANK};
+pub use quantize::{quantize, Quantize, QuantizeError};
 
 /// The coordinates of a COO tensor.
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +93,8 @@ pub struct Options {
     pub drop_zeros: bool,
     /// Use rayon's thread pool.
     pub parallel: bool,
+    /// Quantize the values after building (`docs/format.md` § 5.7).
+    pub quantize: Option<Quantize>,
 }
 
 impl Default for Options {
@@ -100,12 +104,13 @@ impl Default for Options {
             duplicates: Duplicates::Error,
             drop_zeros: false,
             parallel: true,
+            quantize: None,
         }
     }
 }
 
 /// Why a tensor could not be built.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// CSF needs rank >= 3.
@@ -162,6 +167,9 @@ pub enum BuildError {
         /// The later entry's position.
         second: usize,
     },
+    /// Quantization failed.
+    #[error(transparent)]
+    Quantize(#[from] QuantizeError),
     /// [`Duplicates::Sum`] on a type without exact addition here.
     #[error("cannot sum duplicate {0} values; choose first, last or error")]
     CannotSum(ElementType),
@@ -197,18 +205,25 @@ impl Built {
     }
 }
 
-/// The statistics section of a view: nnz, `1 - nnz / total_elements`, min and max.
+/// The statistics section of a view: nnz, `1 - nnz / total_elements`, and the
+/// min and max of the values as the tensor means them (dequantized when the
+/// tensor is quantized; NaNs skipped).
 pub fn statistics(view: &CsfView<'_>) -> Statistics {
     let total = view.shape().iter().map(|&d| d as f64).product::<f64>();
     let nnz = view.nnz();
     let sparsity_ratio = if total > 0.0 { 1.0 - nnz as f64 / total } else { 0.0 };
-    let values = view.values();
     let (mut min, mut max) = (None::<f64>, None::<f64>);
-    for leaf in 0..nnz as usize {
-        if let Some(v) = values.get_f64(leaf).filter(|v| !v.is_nan()) {
+    let mut see = |v: f64| {
+        if !v.is_nan() {
             min = Some(min.map_or(v, |m| m.min(v)));
             max = Some(max.map_or(v, |m| m.max(v)));
         }
+    };
+    if view.quantization().is_some() {
+        view.for_each_dequantized(|_, v| see(f64::from(v)));
+    } else {
+        let values = view.values();
+        (0..nnz as usize).filter_map(|leaf| values.get_f64(leaf)).for_each(&mut see);
     }
     Statistics { nnz, sparsity_ratio, min, max }
 }

@@ -87,6 +87,16 @@ impl OwnedCsf {
         }
     }
 
+    /// The same tree with other values: `values` packed as `element_type`
+    /// (for example the quantized codes of the current values). Drops any
+    /// quantization, which described the old values.
+    pub fn with_values(mut self, element_type: ElementType, values: Vec<u8>) -> Self {
+        self.element_type = element_type;
+        self.values = values;
+        self.quantization = None;
+        self
+    }
+
     /// The tensor with its values declared quantized by `quantization`
     /// (the values buffer must already hold the quantized codes).
     pub fn with_quantization(mut self, quantization: OwnedQuantization) -> Self {

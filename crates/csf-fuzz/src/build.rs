@@ -67,8 +67,13 @@ impl Case {
         };
         let duplicates =
             *u.choose(&[Duplicates::Error, Duplicates::Sum, Duplicates::Last, Duplicates::First])?;
-        let options =
-            Options { mode_order, duplicates, drop_zeros: u.arbitrary()?, parallel: u.ratio(1u8, 8)? };
+        let options = Options {
+            mode_order,
+            duplicates,
+            drop_zeros: u.arbitrary()?,
+            parallel: u.ratio(1u8, 8)?,
+            ..Options::default()
+        };
         Ok(Self {
             shape,
             indices,

@@ -2,6 +2,7 @@
 //! not a list of integers, a mode order that is not a permutation, an
 //! unknown dtype) are rejected here, so they exit 2 like every usage error.
 
+use csf_build::Quantize;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -68,6 +69,13 @@ pub struct ConvertArgs {
     /// Leave out the statistics section (nnz, sparsity, min, max).
     #[arg(long)]
     pub no_statistics: bool,
+    /// Quantize the values: per-tensor, per-channel:axis=N, per-block[:block=N],
+    /// nf4[:block=N] or mxfp, with options after colons: a stored type (i8, u8,
+    /// i4, u4, i16, u16, i32, u32, f8e4m3, f8e5m2; MXFP also f6e2m3, f6e3m2,
+    /// f4e2m1) and `zp` for asymmetric integers with zero points. Examples:
+    /// `per-block:block=32:i4`, `per-channel:axis=1:u8:zp`, `mxfp:f4e2m1`.
+    #[arg(long, value_name = "SCHEME[:OPTION...]", value_parser = parse_quantize)]
+    pub quantize: Option<Quantize>,
     /// Print the time of each phase (read, parse, build, write) on stderr.
     #[arg(long)]
     pub timings: bool,
@@ -214,6 +222,44 @@ fn parse_mode_order(text: &str) -> Result<ModeOrderArg, String> {
         }
     }
     Ok(ModeOrderArg::Explicit(order))
+}
+
+fn parse_quantize(text: &str) -> Result<Quantize, String> {
+    let mut parts = text.split(':');
+    let scheme = parts.next().unwrap_or_default();
+    let (mut dtype, mut zero_point, mut axis, mut block) = (None, false, None, None);
+    for option in parts {
+        let number = |v: &str| v.parse::<u64>().map_err(|_| format!("'{option}': '{v}' is not a number"));
+        match option.split_once('=') {
+            Some(("axis", v)) => axis = Some(number(v)?),
+            Some(("block", v)) => block = Some(number(v)?),
+            None if option == "zp" || option == "asym" => zero_point = true,
+            None => {
+                dtype = Some(
+                    ElementType::from_name(option)
+                        .ok_or_else(|| format!("unknown quantize option '{option}'"))?,
+                )
+            }
+            Some(_) => return Err(format!("unknown quantize option '{option}'")),
+        }
+    }
+    let integer = dtype.unwrap_or(ElementType::I8);
+    Ok(match scheme {
+        "per-tensor" => Quantize::PerTensor { dtype: integer, zero_point },
+        "per-channel" => Quantize::PerChannel {
+            axis: u32::try_from(axis.ok_or("per-channel needs axis=N")?).map_err(|_| "axis is too large")?,
+            dtype: integer,
+            zero_point,
+        },
+        "per-block" => Quantize::PerBlock { block_size: block.unwrap_or(64), dtype: integer, zero_point },
+        "nf4" => Quantize::Nf4 { block_size: block.unwrap_or(64) },
+        "mxfp" => Quantize::Mxfp { dtype: dtype.unwrap_or(ElementType::F8E4M3) },
+        other => {
+            return Err(format!(
+                "unknown quantization scheme '{other}' (per-tensor, per-channel, per-block, nf4, mxfp)"
+            ))
+        }
+    })
 }
 
 /// The element types `convert` writes.

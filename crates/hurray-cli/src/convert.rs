@@ -194,6 +194,7 @@ impl Job<'_> {
             },
             drop_zeros: args.drop_zeros,
             parallel: true,
+            quantize: args.quantize,
         };
         let clock = Clock::start();
         let spinner = Progress::spinner(show, "building");

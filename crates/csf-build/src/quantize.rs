@@ -1,0 +1,325 @@
+//! Quantizing the values of a built tensor (`docs/format.md` § 5.7.4).
+//!
+//! Integer schemes round to nearest, ties to even, so the error of every
+//! value within its group's range is at most half a scale step; NF4 picks the
+//! nearest NormalFloat level; MXFP follows OCP Microscaling v1.0 (shared
+//! power-of-two scale per 32 leaves, elements rounded to nearest even and
+//! saturated).
+
+use csf_core::{scalar, OwnedCsf, OwnedQuantization};
+use hurray_format::{ElementType, QuantScheme, Quantization};
+
+use crate::BuildError;
+
+/// How to quantize the values while building.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantize {
+    /// One scale for the whole tensor.
+    PerTensor {
+        /// The stored type: an integer type or `f8e4m3`/`f8e5m2`.
+        dtype: ElementType,
+        /// Asymmetric, with a zero point (integer types only).
+        zero_point: bool,
+    },
+    /// One scale per index of a logical axis.
+    PerChannel {
+        /// The logical axis.
+        axis: u32,
+        /// As for `PerTensor`.
+        dtype: ElementType,
+        /// As for `PerTensor`.
+        zero_point: bool,
+    },
+    /// One scale per block of `block_size` consecutive leaves.
+    PerBlock {
+        /// Leaves per block.
+        block_size: u64,
+        /// As for `PerTensor`.
+        dtype: ElementType,
+        /// As for `PerTensor`.
+        zero_point: bool,
+    },
+    /// NF4 codes with one absmax per block.
+    Nf4 {
+        /// Leaves per block (64 is the QLoRA default).
+        block_size: u64,
+    },
+    /// OCP Microscaling: elements of `dtype` sharing one E8M0 scale per 32 leaves.
+    Mxfp {
+        /// `f8e4m3`, `f8e5m2`, `f6e2m3`, `f6e3m2` or `f4e2m1`.
+        dtype: ElementType,
+    },
+}
+
+/// Why values could not be quantized.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuantizeError {
+    /// The scheme cannot store this type, or the axis / block size is invalid.
+    #[error("cannot quantize: {0}")]
+    Unsupported(&'static str),
+    /// A value is NaN or infinite.
+    #[error("leaf {leaf} holds {value}, which cannot be quantized")]
+    NotFinite {
+        /// The leaf position.
+        leaf: usize,
+        /// The value.
+        value: f64,
+    },
+}
+
+/// Quantizes `tensor`'s values (any real-valued type) with `spec`.
+///
+/// # Errors
+/// [`QuantizeError`] for an unsupported type, axis or block size, or a
+/// non-finite value.
+pub fn quantize(tensor: OwnedCsf, spec: Quantize) -> Result<OwnedCsf, BuildError> {
+    let view = tensor.view();
+    let nnz = view.nnz() as usize;
+    let mut x = Vec::with_capacity(nnz);
+    for leaf in 0..nnz {
+        let value = view.values().get_f64(leaf).unwrap_or(f64::NAN);
+        if !value.is_finite() {
+            return Err(QuantizeError::NotFinite { leaf, value }.into());
+        }
+        x.push(value);
+    }
+    let (scheme, axis, block_size, dtype, zero_point) = match spec {
+        Quantize::PerTensor { dtype, zero_point } => (QuantScheme::PerTensor, 0, 0, dtype, zero_point),
+        Quantize::PerChannel { axis, dtype, zero_point } => {
+            (QuantScheme::PerChannel, axis, 0, dtype, zero_point)
+        }
+        Quantize::PerBlock { block_size, dtype, zero_point } => {
+            (QuantScheme::PerBlock, 0, block_size, dtype, zero_point)
+        }
+        Quantize::Nf4 { block_size } => (QuantScheme::Nf4, 0, block_size, ElementType::NF4, false),
+        Quantize::Mxfp { dtype } => (QuantScheme::Mxfp, 0, 32, dtype, false),
+    };
+    if matches!(scheme, QuantScheme::PerBlock | QuantScheme::Nf4) && block_size == 0 {
+        return Err(QuantizeError::Unsupported("block_size must be at least 1").into());
+    }
+    // The group of each leaf, and the number of groups.
+    let (group, groups): (Vec<usize>, usize) = match scheme {
+        QuantScheme::PerTensor => (vec![0; nnz], 1),
+        QuantScheme::PerChannel => {
+            let extent = view
+                .shape()
+                .get(axis as usize)
+                .copied()
+                .ok_or(QuantizeError::Unsupported("the per-channel axis is outside the rank"))?;
+            let mut group = vec![0; nnz];
+            view.for_each(|index, leaf| group[leaf] = index[axis as usize] as usize);
+            (group, extent as usize)
+        }
+        _ => ((0..nnz).map(|p| p / block_size as usize).collect(), nnz.div_ceil(block_size as usize)),
+    };
+    let mut lo = vec![0f64; groups];
+    let mut hi = vec![0f64; groups];
+    for (&v, &g) in x.iter().zip(&group) {
+        lo[g] = lo[g].min(v);
+        hi[g] = hi[g].max(v);
+    }
+    let absmax: Vec<f64> = lo.iter().zip(&hi).map(|(l, h)| l.abs().max(h.abs())).collect();
+
+    // One code per leaf for the float formats; integer schemes pack directly.
+    let mut codes = vec![0u8; nnz];
+    let (scale_type, scales, zero_points) = match scheme {
+        QuantScheme::Nf4 => {
+            for (p, (&v, &g)) in x.iter().zip(&group).enumerate() {
+                codes[p] = nf4_code(if absmax[g] > 0.0 { v / absmax[g] } else { 0.0 });
+            }
+            (ElementType::F32, f32_bytes(absmax.iter().map(|&m| m as f32)), None)
+        }
+        QuantScheme::Mxfp => {
+            let format = Minifloat::of(dtype)
+                .ok_or(QuantizeError::Unsupported("MXFP elements must be FP8, FP6 or FP4"))?;
+            let exps: Vec<i32> = absmax
+                .iter()
+                .map(|&m| if m > 0.0 { (m.log2().floor() as i32 - format.emax).clamp(-127, 127) } else { 0 })
+                .collect();
+            for (p, (&v, &g)) in x.iter().zip(&group).enumerate() {
+                codes[p] = format.encode(v / 2f64.powi(exps[g]));
+            }
+            (ElementType::E8M0, exps.iter().map(|&e| (e + 127) as u8).collect(), None)
+        }
+        QuantScheme::PerTensor | QuantScheme::PerChannel | QuantScheme::PerBlock => {
+            if let Some(format) =
+                Minifloat::of(dtype).filter(|_| matches!(dtype, ElementType::F8E4M3 | ElementType::F8E5M2))
+            {
+                if zero_point {
+                    return Err(QuantizeError::Unsupported("FP8 values take no zero point").into());
+                }
+                let s: Vec<f32> =
+                    absmax.iter().map(|&m| if m > 0.0 { (m / format.max) as f32 } else { 1.0 }).collect();
+                for (p, (&v, &g)) in x.iter().zip(&group).enumerate() {
+                    codes[p] = format.encode(v / f64::from(s[g]));
+                }
+                (ElementType::F32, f32_bytes(s.into_iter()), None)
+            } else {
+                let (qmin, qmax) = int_range(dtype).ok_or(QuantizeError::Unsupported(
+                    "integer schemes store i4, u4, i8, u8, i16, u16, i32 or u32 (or f8e4m3/f8e5m2)",
+                ))?;
+                let mut s = vec![1f32; groups];
+                let mut z = vec![0i64; groups];
+                for g in 0..groups {
+                    if zero_point {
+                        let (l, h) = (lo[g].min(0.0), hi[g].max(0.0));
+                        if h > l {
+                            s[g] = ((h - l) / (qmax - qmin) as f64) as f32;
+                            z[g] = ((qmin as f64 - l / f64::from(s[g])).round_ties_even() as i64)
+                                .clamp(qmin, qmax);
+                        }
+                    } else if absmax[g] > 0.0 {
+                        s[g] = (absmax[g] / qmax as f64) as f32;
+                    }
+                }
+                let q: Vec<i64> = x
+                    .iter()
+                    .zip(&group)
+                    .map(|(&v, &g)| ((v / f64::from(s[g])).round_ties_even() as i64 + z[g]).clamp(qmin, qmax))
+                    .collect();
+                let zero_points = zero_point.then(|| pack_ints(dtype, &z));
+                codes = pack_ints(dtype, &q);
+                (ElementType::F32, f32_bytes(s.into_iter()), zero_points)
+            }
+        }
+    };
+    let values = match dtype.packing() {
+        hurray_format::Packing::SubByte { .. }
+            if scheme == QuantScheme::Nf4 || scheme == QuantScheme::Mxfp =>
+        {
+            pack_nibbles(&codes)
+        }
+        _ => codes,
+    };
+    let section = Quantization {
+        scheme,
+        axis,
+        block_size,
+        scale_type,
+        zero_point_type: zero_points.as_ref().map(|_| dtype),
+    };
+    Ok(tensor.with_values(dtype, values).with_quantization(OwnedQuantization {
+        section,
+        scales,
+        zero_points,
+    }))
+}
+
+fn f32_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
+    values.flat_map(f32::to_le_bytes).collect()
+}
+
+fn int_range(ty: ElementType) -> Option<(i64, i64)> {
+    Some(match ty {
+        ElementType::I4 => (-8, 7),
+        ElementType::U4 => (0, 15),
+        ElementType::I8 => (-128, 127),
+        ElementType::U8 => (0, 255),
+        ElementType::I16 => (-32768, 32767),
+        ElementType::U16 => (0, 65535),
+        ElementType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        ElementType::U32 => (0, i64::from(u32::MAX)),
+        _ => return None,
+    })
+}
+
+/// Integers (already in range) packed as `ty`: two per byte for 4-bit types.
+fn pack_ints(ty: ElementType, q: &[i64]) -> Vec<u8> {
+    match ty {
+        ElementType::I4 | ElementType::U4 => {
+            pack_nibbles(&q.iter().map(|&v| (v as u8) & 0x0f).collect::<Vec<_>>())
+        }
+        ElementType::I8 | ElementType::U8 => q.iter().map(|&v| v as u8).collect(),
+        ElementType::I16 | ElementType::U16 => q.iter().flat_map(|&v| (v as u16).to_le_bytes()).collect(),
+        _ => q.iter().flat_map(|&v| (v as u32).to_le_bytes()).collect(),
+    }
+}
+
+/// 4-bit codes, two per byte, low nibble first.
+fn pack_nibbles(codes: &[u8]) -> Vec<u8> {
+    codes.chunks(2).map(|c| (c[0] & 0x0f) | c.get(1).map_or(0, |h| (h & 0x0f) << 4)).collect()
+}
+
+/// The NF4 code whose level is nearest to `v` (in [-1, 1]); ties to the even code.
+fn nf4_code(v: f64) -> u8 {
+    nearest(&scalar::NF4_TABLE.map(f64::from), v) as u8
+}
+
+/// Index of the entry of the ascending `table` nearest to `v`; ties to the even index.
+fn nearest(table: &[f64], v: f64) -> usize {
+    let hi = table.partition_point(|&t| t < v).min(table.len() - 1);
+    if hi == 0 {
+        return 0;
+    }
+    let lo = hi - 1;
+    let (dl, dh) = (v - table[lo], table[hi] - v);
+    if dl < dh || (dl == dh && lo % 2 == 0) {
+        lo
+    } else {
+        hi
+    }
+}
+
+/// A narrow float format, for round-to-nearest-even encoding.
+struct Minifloat {
+    /// Non-negative finite values in code order (codes 0..n are ascending).
+    magnitudes: Vec<f64>,
+    sign_bit: u8,
+    /// Largest finite magnitude.
+    max: f64,
+    /// Exponent of the largest normal (OCP MX `emax_elem`).
+    emax: i32,
+}
+
+impl Minifloat {
+    fn of(ty: ElementType) -> Option<Self> {
+        let (decode, bits, emax): (fn(u8) -> f32, u32, i32) = match ty {
+            ElementType::F8E4M3 => (scalar::f8e4m3_to_f32, 8, 8),
+            ElementType::F8E5M2 => (scalar::f8e5m2_to_f32, 8, 15),
+            ElementType::F6E2M3 => (scalar::f6e2m3_to_f32, 6, 2),
+            ElementType::F6E3M2 => (scalar::f6e3m2_to_f32, 6, 4),
+            ElementType::F4E2M1 => (scalar::f4e2m1_to_f32, 4, 2),
+            _ => return None,
+        };
+        let sign_bit = 1u8 << (bits - 1);
+        // Positive codes 0 .. sign_bit are ascending in value; keep the finite prefix.
+        let magnitudes: Vec<f64> =
+            (0..sign_bit).map(|c| f64::from(decode(c))).take_while(|m| m.is_finite()).collect();
+        let max = magnitudes.last().copied().unwrap_or(0.0);
+        Some(Self { magnitudes, sign_bit, max, emax })
+    }
+
+    /// `v` rounded to the nearest value (ties to even), saturating at the largest finite one.
+    fn encode(&self, v: f64) -> u8 {
+        let code = nearest(&self.magnitudes, v.abs().min(self.max)) as u8;
+        if v < 0.0 && code != 0 {
+            code | self.sign_bit
+        } else {
+            code
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minifloat_encoding_rounds_to_nearest_even_and_saturates() {
+        let e4m3 = Minifloat::of(ElementType::F8E4M3).unwrap();
+        assert_eq!(e4m3.max, 448.0);
+        assert_eq!(scalar::f8e4m3_to_f32(e4m3.encode(1000.0)), 448.0);
+        assert_eq!(scalar::f8e4m3_to_f32(e4m3.encode(-1.0)), -1.0);
+        // 1.0625 lies halfway between 1.0 (code 0x38, even) and 1.125 (0x39).
+        assert_eq!(e4m3.encode(1.0625), 0x38);
+        let fp4 = Minifloat::of(ElementType::F4E2M1).unwrap();
+        assert_eq!(fp4.magnitudes, [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]);
+        // 2.5 is halfway between 2.0 (code 4, even) and 3.0 (code 5).
+        assert_eq!(fp4.encode(2.5), 4);
+        assert_eq!(fp4.encode(-5.0), 0x8 | 6); // halfway 4 (code 6, even) and 6 (code 7)
+        assert_eq!(nf4_code(0.0), 7);
+        assert_eq!(nf4_code(1.0), 15);
+        assert_eq!(nf4_code(-0.99), 0);
+    }
+}
