@@ -132,3 +132,47 @@ impl<'a> CsfView<'a> {
         self.for_each(|index, leaf| f(index, self.value_f32(leaf, index).unwrap_or(f32::NAN)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quant<'a>(scheme: QuantScheme, scales: Values<'a>, zero_points: Option<Values<'a>>) -> Quantized<'a> {
+        Quantized { scheme, axis: 1, block_size: 2, scales, zero_points }
+    }
+
+    #[test]
+    fn groups_follow_the_scheme() {
+        let scales = Values::new(ElementType::F32, &[]);
+        let index = [4, 3, 9];
+        assert_eq!(quant(QuantScheme::PerTensor, scales, None).group(7, &index), Some(0));
+        assert_eq!(quant(QuantScheme::PerChannel, scales, None).group(7, &index), Some(3));
+        assert_eq!(quant(QuantScheme::PerBlock, scales, None).group(7, &index), Some(3));
+        assert_eq!(quant(QuantScheme::Nf4, scales, None).group(0, &index), Some(0));
+        let no_blocks = Quantized { block_size: 0, ..quant(QuantScheme::PerBlock, scales, None) };
+        assert_eq!(no_blocks.group(7, &index), None, "block size 0 has no groups");
+        let far_axis = Quantized { axis: 9, ..quant(QuantScheme::PerChannel, scales, None) };
+        assert_eq!(far_axis.group(7, &index), None);
+    }
+
+    #[test]
+    fn dequantization_formulas() {
+        let scales: Vec<u8> = [0.5f32, 0.25].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let zero_points = [3u8, 250];
+        let asym = quant(
+            QuantScheme::PerBlock,
+            Values::new(ElementType::F32, &scales),
+            Some(Values::new(ElementType::U8, &zero_points)),
+        );
+        // (q - z) * s, exact in integers first: (255 - 250) * 0.25.
+        assert_eq!(asym.dequantize(Value::U8(255), 3, &[0, 0, 0]), Some(1.25));
+        assert_eq!(asym.dequantize(Value::U8(1), 0, &[0, 0, 0]), Some(-1.0));
+        assert_eq!(asym.dequantize(Value::U8(1), 4, &[0, 0, 0]), None, "group 2 has no scale");
+        let nf4 = quant(QuantScheme::Nf4, Values::new(ElementType::F32, &scales), None);
+        assert_eq!(nf4.dequantize(Value::Nf4(0), 1, &[0, 0, 0]), Some(-0.5));
+        let e8m0 = [127u8 + 3, 0xff];
+        let mx = quant(QuantScheme::Mxfp, Values::new(ElementType::E8M0, &e8m0), None);
+        assert_eq!(mx.dequantize(Value::F4E2M1(0x7), 0, &[0, 0, 0]), Some(48.0)); // 6 * 2^3
+        assert!(mx.dequantize(Value::F4E2M1(0x7), 2, &[0, 0, 0]).unwrap().is_nan(), "E8M0 0xff is NaN");
+    }
+}

@@ -680,3 +680,44 @@ fn quantized_values_are_printed_dequantized() {
     assert_eq!(json["dequantized"], serde_json::json!([0.25, -0.5, 0.75, 1.0]));
     assert!(stdout(&ok(["inspect", s(&file)])).contains("PerTensor"));
 }
+
+#[test]
+fn convert_quantizes_and_get_reads_back_within_the_scheme_error() {
+    let dir = tmp();
+    let spec = spec_tns();
+    let exact = [("0,0,1", 1.0f64), ("0,2,3", 2.0), ("1,1,0", 3.0), ("1,1,2", 4.0)];
+    // (scheme, largest error allowed on the spec example's values 1..=4)
+    let schemes = [
+        ("per-tensor", 4.0 / 127.0 / 2.0),
+        ("per-tensor:u8:zp", 4.0 / 255.0 / 2.0),
+        ("per-channel:axis=0:i8", 4.0 / 127.0 / 2.0),
+        ("per-block:block=2:i4", 4.0 / 7.0 / 2.0),
+        ("nf4:block=2", 4.0 * 0.15),
+        ("mxfp:f8e4m3", 4.0 / 16.0),
+        ("mxfp:f4e2m1", 1.0),
+    ];
+    for (scheme, bound) in schemes {
+        let out = dir.path().join("q.hurray");
+        ok(["convert", s(&spec), "-o", s(&out), "--quantize", scheme]);
+        ok(["validate", s(&out)]);
+        let indices: Vec<&str> = exact.iter().map(|(i, _)| *i).collect();
+        let mut args = vec!["get", s(&out)];
+        args.extend(&indices);
+        let got: Vec<f64> = stdout(&ok(args)).lines().map(|l| l.parse().unwrap()).collect();
+        for ((index, want), got) in exact.iter().zip(got) {
+            assert!((got - want).abs() <= bound + 1e-6, "{scheme}: {index} {want} -> {got}");
+        }
+        let inspect = stdout(&ok(["inspect", s(&out)]));
+        assert!(inspect.contains("quantized"), "{inspect}");
+    }
+    for bad in ["bogus", "per-channel", "per-block:block=x", "per-tensor:f9"] {
+        let out = dir.path().join("bad.hurray");
+        let result = hurray(["convert", s(&spec), "-o", s(&out), "--quantize", bad]);
+        assert_eq!(code(&result), 2, "{bad}: {}", stderr(&result));
+    }
+    // A scheme that cannot store the type is a data error naming the file.
+    let out = dir.path().join("bad.hurray");
+    let result = hurray(["convert", s(&spec), "-o", s(&out), "--quantize", "mxfp:i8"]);
+    assert_eq!(code(&result), 1, "{}", stderr(&result));
+    assert!(!out.exists());
+}
