@@ -67,6 +67,39 @@ fn buffer_bytes(file: &[u8]) -> u64 {
     (0..c.buffer_count()).map(|i| c.buffer(i).map_or(0, |b| b.len() as u64)).sum()
 }
 
+/// On-CPU time of every thread of this process so far, in nanoseconds, from
+/// `/proc/self/task/*/schedstat` (Linux; `None` elsewhere). Unlike wall-clock
+/// time it is not inflated by other processes competing for the cores.
+fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// Wall-clock and CPU time of `iterations` runs of `f`, printed as throughput
+/// of `bytes` per run: a check on criterion's wall-clock figures when the
+/// machine is shared.
+fn cpu_throughput(name: &str, bytes: u64, iterations: u32, mut f: impl FnMut() -> bool) {
+    let (Some(cpu0), wall0) = (process_cpu_ns(), Instant::now()) else { return };
+    for _ in 0..iterations {
+        black_box(f());
+    }
+    let wall = wall0.elapsed().as_secs_f64();
+    let Some(cpu1) = process_cpu_ns() else { return };
+    let cpu = cpu1.saturating_sub(cpu0) as f64 / 1e9;
+    let gb = (bytes as f64 * f64::from(iterations)) / 1e9;
+    eprintln!(
+        "{name}: {iterations} runs, wall {:.2} ms/run = {:.2} GB/s; CPU {:.2} ms/run = {:.2} GB/s per CPU-second",
+        wall * 1e3 / f64::from(iterations),
+        gb / wall,
+        cpu * 1e3 / f64::from(iterations),
+        gb / cpu
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let file = tensor_file(nnz());
     let container = Container::decode(&file).expect("decodes");
@@ -83,9 +116,14 @@ fn bench(c: &mut Criterion) {
     odd_storage[1..].copy_from_slice(&file);
     let odd = Container::decode(&odd_storage[1..]).expect("decodes");
 
+    let bytes = buffer_bytes(&file);
+    let label = if cfg!(feature = "parallel") { "cpu-time parallel" } else { "cpu-time sequential" };
+    cpu_throughput(&format!("{label} strict"), bytes, 50, || validate(black_box(&container)).is_ok());
+    cpu_throughput(&format!("{label} strict-unaligned"), bytes, 20, || validate(black_box(&odd)).is_ok());
+
     let mut group =
         c.benchmark_group(if cfg!(feature = "parallel") { "validate-parallel" } else { "validate" });
-    group.throughput(Throughput::Bytes(buffer_bytes(&file)));
+    group.throughput(Throughput::Bytes(bytes));
     group.sample_size(10);
     group.bench_function("strict", |b| b.iter(|| validate(black_box(&container)).is_ok()));
     group.bench_function("strict-report", |b| b.iter(|| report(black_box(&container), Mode::Strict, 100)));
