@@ -82,7 +82,7 @@ impl<'a> Deref for ValidCsf<'a> {
 /// Strictly validates a decoded container, stopping at the first violation.
 ///
 /// # Errors
-/// The first [`Violation`] in buffer order.
+/// The first [`Violation`] in check order (see [`validate_with`]).
 pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
     let mut sink = sink::FailFast::default();
     let view = structure::check_container(container, Mode::Strict, &mut sink).ok().flatten();
@@ -128,8 +128,13 @@ fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop>
 }
 
 /// Validates `container` in `mode`, sending every violation and warning to
-/// `sink` in buffer order until it returns [`Stop`]. Returns the view when
-/// the structural rules hold (even if other violations were reported).
+/// `sink` until it returns [`Stop`]. Returns the view when the structural
+/// rules hold (even if other violations were reported).
+///
+/// Check order: the `mode_order` permutation (strict), the descriptor rules
+/// (buffer table, quantization, `byte_offset`, shard, statistics), the buffer
+/// sizes, then the storage invariants level by level (within a level in
+/// element order), then the value contents.
 pub fn validate_with<'a>(container: &Container<'a>, mode: Mode, sink: &mut dyn Sink) -> Option<CsfView<'a>> {
     structure::check_container(container, mode, sink).ok().flatten()
 }

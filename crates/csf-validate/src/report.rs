@@ -11,7 +11,7 @@ use crate::Mode;
 /// Every violation found (up to a cap) and every warning.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
-    /// Violations, in buffer order.
+    /// Violations, in check order (see [`crate::validate_with`]).
     pub errors: Vec<Violation>,
     /// Warnings (SHOULDs not followed).
     pub warnings: Vec<Warning>,

@@ -6,7 +6,8 @@ use crate::rule::{Violation, Warning};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stop;
 
-/// Receives violations and warnings as validation finds them, in buffer order.
+/// Receives violations and warnings as validation finds them, in check order
+/// (see [`crate::validate_with`]).
 ///
 /// Implement it to collect violations without an allocator (a fixed array,
 /// a counter, a log line each).
