@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use arbitrary::{Result, Unstructured};
-use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize};
 use csf_core::{CsfView, Values};
 use hurray_format::{Container, ElementType, Packing};
 
@@ -33,6 +33,28 @@ fn permutation(u: &mut Unstructured<'_>, n: usize) -> Result<Vec<u32>> {
         order.swap(i, u.int_in_range(0..=i)?);
     }
     Ok(order)
+}
+
+/// A quantization scheme (the builder refuses many: any type is drawn).
+/// Per-channel needs one scale per index of the axis, so it is only drawn for
+/// an axis of at most 2^16 indices (docs/fuzzing.md, finding 5).
+fn quantize(u: &mut Unstructured<'_>, shape: &[u64]) -> Result<Quantize> {
+    let rank = shape.len();
+    let dtype = *u.choose(ElementType::ALL)?;
+    let zero_point = u.arbitrary()?;
+    let block_size = u.int_in_range(0..=40)?;
+    Ok(match u.int_in_range(0..=4u8)? {
+        0 => Quantize::PerTensor { dtype, zero_point },
+        1 => match u.int_in_range(0..=rank as u32)? {
+            axis if shape.get(axis as usize).is_some_and(|&n| n > 1 << 16) => {
+                Quantize::PerTensor { dtype, zero_point }
+            }
+            axis => Quantize::PerChannel { axis, dtype, zero_point },
+        },
+        2 => Quantize::PerBlock { block_size, dtype, zero_point },
+        3 => Quantize::Nf4 { block_size },
+        _ => Quantize::Mxfp { dtype },
+    })
 }
 
 impl Case {
@@ -72,7 +94,7 @@ impl Case {
             duplicates,
             drop_zeros: u.arbitrary()?,
             parallel: u.ratio(1u8, 8)?,
-            ..Options::default()
+            quantize: if u.ratio(1u8, 4)? { Some(quantize(u, &shape)?) } else { None },
         };
         Ok(Self {
             shape,
@@ -221,7 +243,13 @@ pub(crate) fn roundtrip(case: &Case, u: &mut Unstructured<'_>) {
             assert!(case.index(first) == index && case.index(second) == index, "not a duplicate: {index:?}");
             assert!(case.kept(first) && case.kept(second), "a dropped entry reported as a duplicate");
         }
+        (Expect::Built(map), Ok(built)) if case.options.quantize.is_some() => {
+            check_quantized(case, &map, &built)
+        }
         (Expect::Built(map), Ok(built)) => check_built(case, &map, &built, u),
+        // Whether a scheme takes a type, axis, block size and values is the
+        // quantizer's call; a refusal is fine, a built file is checked.
+        (Expect::Built(_), Err(BuildError::Quantize(_))) if case.options.quantize.is_some() => {}
         // Known inconsistency (docs/fuzzing.md, finding 3): with `drop_zeros`,
         // `ModeOrder::Auto` checks the bounds of the zeros it drops, while the
         // other mode orders skip them. Tolerated until the builder decides.
@@ -265,6 +293,26 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
     let mut got = entries(&again, nan);
     got.sort();
     assert_eq!(got, map.iter().map(|(i, &v)| (i.clone(), v)).collect::<Vec<_>>(), "reorder changed entries");
+}
+
+/// A quantized tensor: it validates strictly and holds the model's indices
+/// in storage order (its values are the quantizer's business).
+fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built) {
+    let bytes = built.to_bytes(case.with_statistics).expect("a quantized tensor encodes");
+    let container =
+        Container::decode(&bytes).unwrap_or_else(|e| panic!("a quantized tensor does not decode: {e}"));
+    let report = csf_validate::report(&container, csf_validate::Mode::Strict, 4);
+    assert!(
+        report.errors.is_empty(),
+        "quantized tensor is not valid: {report:?} {:?}",
+        case.options.quantize
+    );
+    let valid = csf_validate::validate(&container).expect("valid");
+    let mode_order = valid.mode_order().to_vec();
+    let mut want: Vec<Vec<u64>> = map.keys().cloned().collect();
+    want.sort_by_key(|index| mode_order.iter().map(|&d| index[d as usize]).collect::<Vec<_>>());
+    let got: Vec<Vec<u64>> = entries(&valid, false).into_iter().map(|(index, _)| index).collect();
+    assert_eq!(got, want, "the quantized tensor holds other indices");
 }
 
 /// `(logical index, raw value)` in iteration order.
