@@ -75,6 +75,17 @@ pub(crate) fn modes_agree(c: &Container<'_>) {
     }
 }
 
+/// Strict validation accepts exactly what the plain spec check accepts.
+pub(crate) fn spec_agrees(c: &Container<'_>, strict: Result<(), csf_validate::Violation>) {
+    match (strict, crate::spec::violation(c)) {
+        (Ok(()), Some(rule)) => panic!("strict validation accepted a file that breaks `{rule}`"),
+        (Err(v), None) if c.descriptor().quantization.is_none() => {
+            panic!("strict validation rejected a file that keeps every rule: {v}")
+        }
+        _ => {}
+    }
+}
+
 /// One non-zero as iteration yields it.
 struct Entry {
     index: Vec<u64>,

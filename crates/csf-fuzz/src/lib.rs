@@ -17,6 +17,7 @@
 mod build;
 mod check;
 mod descriptor;
+mod spec;
 
 use arbitrary::Unstructured;
 use hurray_format::Container;
@@ -49,7 +50,9 @@ pub fn decode(data: &[u8]) {
 /// Bytes through decoding and strict validation.
 ///
 /// Oracle, always: fail-fast validation, the collecting report and
-/// permissive validation agree. When strict validation accepts: iteration
+/// permissive validation agree, and strict validation agrees with the spec's
+/// rules written out plainly (`spec.rs`; files with a quantization section
+/// may be rejected for its own rules). When strict validation accepts: iteration
 /// yields exactly `nnz` entries in strictly increasing storage order, the
 /// three iteration APIs agree, `find` of every yielded index gives its leaf,
 /// indices next to them that were not yielded are implicit zeros, COO and
@@ -58,7 +61,9 @@ pub fn decode(data: &[u8]) {
 pub fn validate_strict(data: &[u8]) {
     let Ok(container) = Container::decode(data) else { return };
     check::modes_agree(&container);
-    if let Ok(valid) = csf_validate::validate(&container) {
+    let strict = csf_validate::validate(&container);
+    check::spec_agrees(&container, strict.as_ref().map(|_| ()).map_err(|v| *v));
+    if let Ok(valid) = strict {
         check::strict(&container, &valid, data);
     }
 }
