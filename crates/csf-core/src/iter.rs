@@ -204,8 +204,9 @@ impl<'a> CsfView<'a> {
     }
 
     /// Calls `f(logical index, leaf position)` for every non-zero in leaf
-    /// order. The fastest way to visit the tensor: the leaf level runs as a
-    /// flat loop over each fiber. Same bounds as [`Cursor`].
+    /// order. The fastest way to visit the tensor: the two innermost levels
+    /// run as flat nested loops over their fibers. Same bounds as [`Cursor`],
+    /// and the same entries, even on data that breaks the storage invariants.
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
         self.walk::<true>(f);
     }
@@ -218,24 +219,24 @@ impl<'a> CsfView<'a> {
 
     fn walk<const LOGICAL: bool>(&self, mut f: impl FnMut(&[u64], usize)) {
         let rank = self.rank();
-        let Some(last) = rank.checked_sub(1) else { return };
+        let (Some(last), Some(mid)) = (rank.checked_sub(1), rank.checked_sub(2)) else { return };
         let slots = logical_slots(self);
-        let mut fibers = LeafFibers {
-            level: self.level(last).unwrap_or_default(),
-            slot: if LOGICAL { slots.get(last).copied().unwrap_or(MAX_RANK) } else { last },
-            high: 0,
+        let slot = |level: usize| if LOGICAL { slots.get(level).copied().unwrap_or(MAX_RANK) } else { level };
+        let mut fibers = Fibers {
+            mid: Fiberwise::new(self.level(mid).unwrap_or_default(), slot(mid)),
+            leaf: Fiberwise::new(self.level(last).unwrap_or_default(), slot(last)),
             out: [0; MAX_RANK + 1],
             rank,
         };
-        if last == 0 {
+        if mid == 0 {
             fibers.scan(0, &mut f);
             return;
         }
-        // Walk the upper levels with the cursor, one level short of the
-        // leaves: each position it stops at is a parent whose leaf fiber is
-        // then scanned as a flat loop.
+        // Walk the levels above the last two with the cursor: each position
+        // it stops at is a node whose children (level rank-2) and their leaf
+        // fibers are then scanned as two flat nested loops.
         let mut upper_view = *self;
-        upper_view.truncate_rank(last);
+        upper_view.truncate_rank(mid);
         let mut upper = Cursor::new(&upper_view);
         upper.slots = slots;
         while upper.advance() {
@@ -248,30 +249,71 @@ impl<'a> CsfView<'a> {
     }
 }
 
-/// The leaf level's part of [`CsfView::walk`].
-struct LeafFibers<'a> {
+/// One of the two innermost levels in [`CsfView::walk`].
+struct Fiberwise<'a> {
     level: crate::view::Level<'a>,
-    /// Where the leaf coordinate goes in `out`.
+    /// `crd_L`'s bytes, read in place by the flat loops below (the
+    /// `U64Array` accessors that would do it are not inlined across crates).
+    crd: &'a [u8],
+    /// Where this level's coordinate goes in the output index.
     slot: usize,
-    /// First leaf not yet visited (the same clamp as the cursor's).
+    /// First node not yet visited (the same clamp as the cursor's).
     high: usize,
+}
+
+impl<'a> Fiberwise<'a> {
+    fn new(level: crate::view::Level<'a>, slot: usize) -> Self {
+        Self { level, crd: level.crd.as_bytes(), slot, high: 0 }
+    }
+
+    /// The children of `parent`, clamped exactly as [`Cursor::open`] clamps
+    /// them, with the high-water mark moved past them as visiting them moves
+    /// the cursor's (an empty slice leaves it alone): the first child's node
+    /// index and the children's coordinates as little-endian bytes.
+    #[inline]
+    fn open(&mut self, parent: usize) -> (usize, &'a [u8]) {
+        let (start, end) = self.level.children(parent);
+        let start = start.max(self.high);
+        if start < end {
+            self.high = end;
+        }
+        // `start` and `end` are at most n_L, so the byte offsets do not
+        // overflow; a reversed range (start > end) reads as empty.
+        (start, self.crd.get(start.saturating_mul(8)..end.saturating_mul(8)).unwrap_or(&[]))
+    }
+}
+
+/// The little-endian `u64`s in `bytes`.
+#[inline]
+fn coords(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    bytes.chunks_exact(8).map(|chunk| <[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes))
+}
+
+/// The two innermost levels of [`CsfView::walk`].
+struct Fibers<'a> {
+    mid: Fiberwise<'a>,
+    leaf: Fiberwise<'a>,
     out: [u64; MAX_RANK + 1],
     rank: usize,
 }
 
-impl LeafFibers<'_> {
+impl Fibers<'_> {
+    /// Visits the children of `parent` (a node of level rank-3, or the root
+    /// at rank 2) and, for each, its leaf fiber.
     #[inline]
     fn scan(&mut self, parent: usize, f: &mut impl FnMut(&[u64], usize)) {
-        let (start, end) = self.level.children(parent);
-        let start = start.max(self.high);
-        let end = end.max(start);
-        self.high = end;
-        let crd = self.level.crd.slice(start, end);
-        for (i, c) in crd.iter().enumerate() {
-            if let Some(slot) = self.out.get_mut(self.slot) {
+        let (start, crd) = self.mid.open(parent);
+        for (i, c) in coords(crd).enumerate() {
+            if let Some(slot) = self.out.get_mut(self.mid.slot) {
                 *slot = c;
             }
-            f(self.out.get(..self.rank).unwrap_or(&[]), start + i);
+            let (leaf_start, leaves) = self.leaf.open(start + i);
+            for (j, c) in coords(leaves).enumerate() {
+                if let Some(slot) = self.out.get_mut(self.leaf.slot) {
+                    *slot = c;
+                }
+                f(self.out.get(..self.rank).unwrap_or(&[]), leaf_start + j);
+            }
         }
     }
 }

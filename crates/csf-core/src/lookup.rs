@@ -93,23 +93,43 @@ impl CsfView<'_> {
 /// the array); returns the absolute node index. Sorted input is the spec's
 /// invariant 4; on unsorted input the answer is wrong but the search is still
 /// in bounds and logarithmic.
+///
+/// Aligned little-endian arrays are read as a native slice, others byte-wise,
+/// but both run the same search, so that aligned and unaligned copies of the
+/// same bytes give the same answer even on unsorted or duplicate coordinates.
 #[inline]
 fn search(crd: U64Array<'_>, start: usize, end: usize, q: u64) -> Option<usize> {
-    if let Some(native) = crd.as_native() {
-        let slice = native.get(start..end)?;
-        return slice.binary_search(&q).ok().map(|k| start + k);
-    }
-    let (mut lo, mut hi) = (start, end);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let v = crd.get(mid)?;
-        if v < q {
-            lo = mid + 1;
-        } else if v > q {
-            hi = mid;
-        } else {
-            return Some(mid);
+    let found = match crd.as_native() {
+        Some(native) => {
+            let slice = native.get(start..end)?;
+            last_not_above(slice.len(), q, |i| slice.get(i).copied())
         }
+        None => {
+            let slice = crd.slice(start, end);
+            last_not_above(slice.len(), q, |i| slice.get(i))
+        }
+    };
+    found.map(|k| start + k)
+}
+
+/// The binary search proper, over positions `0..len`: the last position whose
+/// coordinate is at most `q`, if it equals `q`. Unlike a search that stops at
+/// the first match, the halving loop runs a fixed number of times for a given
+/// length, which keeps it predictable for the processor.
+#[inline(always)]
+fn last_not_above(len: usize, q: u64, at: impl Fn(usize) -> Option<u64>) -> Option<usize> {
+    if len == 0 {
+        return None;
     }
-    None
+    let (mut base, mut size) = (0, len);
+    while size > 1 {
+        let half = size / 2;
+        let mid = base + half;
+        // `mid < base + size <= len`: always in bounds.
+        if at(mid)? <= q {
+            base = mid;
+        }
+        size -= half;
+    }
+    (at(base)? == q).then_some(base)
 }

@@ -1,0 +1,521 @@
+//! Hand-made trees that break every storage invariant (spec § Storage
+//! Invariants 1-5, the mode_order permutation, buffer sizes), and a proptest
+//! of arbitrary garbage arrays. The view's totality promise (crate README):
+//! no panic, no out-of-bounds read, iteration within `2 * (n_0 + ... +
+//! n_{rank-1}) + 1` steps and at most `n_{rank-1}` entries, lookups and
+//! conversions that return. Unaligned buffers must give the same answers.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use common::{f32_bytes, misaligned_copy, stored_nodes, view_container, Tree};
+use csf_core::{CsfView, LookupError, Value};
+use csf_testdata::{reference_csf, synthetic, Distribution, Rng};
+use hurray_format::ElementType;
+use proptest::prelude::*;
+
+// ------------------------------------------------------------ allocation probe
+
+/// Counts the bytes allocated by the current thread, so that a test can show
+/// that a call allocates nothing (tests run on parallel threads).
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCATED: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to `System` unchanged; the counter is a const-initialised
+// thread-local `Cell` without destructor, whose access never allocates.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATED.try_with(|a| a.set(a.get() + layout.size()));
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc` is passed on as is.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn allocated_by<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let before = ALLOCATED.with(Cell::get);
+    let r = f();
+    (r, ALLOCATED.with(Cell::get) - before)
+}
+
+// ------------------------------------------------------------ the checker
+
+/// What one iteration API yielded: (logical index or storage coords, leaf).
+type Yield = Vec<(Vec<u64>, usize)>;
+
+/// Checks the totality promise on any tree, valid or not, and returns what
+/// `for_each` yielded (for comparisons between aligned and unaligned copies).
+fn check_total(view: &CsfView<'_>, rng: &mut Rng) -> Yield {
+    let rank = view.rank();
+    let last = rank - 1;
+    let leaf_level = view.level(last).unwrap();
+    let n_last = leaf_level.node_count();
+    let bound = 2 * stored_nodes(view) + 1;
+
+    // Cursor: bounded steps, at most n_last entries, every leaf in crd_last.
+    let mut cursor = view.cursor();
+    let mut by_cursor: Yield = Vec::new();
+    while cursor.advance() {
+        assert!(cursor.steps() <= bound, "cursor took {} steps, bound {bound}", cursor.steps());
+        let leaf = cursor.leaf();
+        assert!(leaf < n_last, "leaf {leaf} outside crd_last (len {n_last})");
+        assert_eq!(cursor.coords().len(), rank);
+        assert_eq!(cursor.index().len(), rank);
+        assert_eq!(Some(cursor.coords()[last]), leaf_level.crd.get(leaf));
+        assert_eq!(cursor.value(), view.values().get(leaf));
+        by_cursor.push((cursor.index().to_vec(), leaf));
+        assert!(by_cursor.len() <= n_last);
+    }
+    assert!(cursor.steps() <= bound, "cursor took {} steps, bound {bound}", cursor.steps());
+    assert!(!cursor.advance());
+    // Leaves are visited at most once, in increasing order.
+    assert!(by_cursor.windows(2).all(|w| w[0].1 < w[1].1));
+
+    // for_each / for_each_stored: the same promises.
+    let mut by_for_each: Yield = Vec::new();
+    view.for_each(|index, leaf| {
+        assert_eq!(index.len(), rank);
+        assert!(leaf < n_last);
+        by_for_each.push((index.to_vec(), leaf));
+    });
+    assert!(by_for_each.len() <= n_last);
+    assert!(by_for_each.windows(2).all(|w| w[0].1 < w[1].1));
+    let mut by_stored: Yield = Vec::new();
+    view.for_each_stored(|coords, leaf| {
+        assert_eq!(Some(coords[last]), leaf_level.crd.get(leaf));
+        by_stored.push((coords.to_vec(), leaf));
+    });
+    assert_eq!(by_stored.len(), by_for_each.len());
+    if let Some(entries) = common::entries_dyn(view) {
+        assert!(entries.len() <= n_last);
+    }
+
+    // Fibers: always inside their level.
+    for level in 0..=rank {
+        for parent in [0, 1, 2, 3, n_last, usize::MAX - 1, usize::MAX] {
+            let fiber = view.fiber(level, parent);
+            assert!(fiber.start + fiber.len() <= view.node_count(level));
+            assert!(fiber.iter().all(|(i, c)| view.level(level).unwrap().crd.get(i) == Some(c)));
+        }
+    }
+
+    // Lookups: random indices, indices iteration produced, and extremes.
+    let shape = view.shape().to_vec();
+    let mut probes: Vec<Vec<u64>> = by_for_each.iter().take(20).map(|(i, _)| i.clone()).collect();
+    for _ in 0..40 {
+        probes.push(shape.iter().map(|&e| if e == 0 { 0 } else { rng.below(e.min(16)) }).collect());
+    }
+    probes.push(vec![u64::MAX; rank]);
+    probes.push(shape.iter().map(|&e| e.saturating_sub(1)).collect());
+    probes.push(vec![0; rank + 1]);
+    for index in &probes {
+        match view.find(index) {
+            Ok(Some(leaf)) => {
+                // A hit is a real leaf whose coordinate is the query's leaf-level one.
+                assert!(leaf < n_last);
+                let dim = view.mode_order()[last] as usize;
+                assert_eq!(leaf_level.crd.get(leaf), Some(index[dim]));
+                assert_eq!(view.get(index).unwrap(), view.values().get(leaf));
+            }
+            Ok(None) => assert_eq!(view.get_f64(index), Ok(0.0)),
+            Err(
+                LookupError::WrongRank { .. }
+                | LookupError::OutOfBounds { .. }
+                | LookupError::BadModeOrder { .. },
+            ) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+
+    #[cfg(feature = "alloc")]
+    {
+        use csf_core::CooOrder;
+        let coo = view.to_coo(CooOrder::Logical);
+        assert_eq!(coo.len(), by_for_each.len());
+        assert_eq!(view.to_coo(CooOrder::Storage).len(), by_for_each.len());
+        match view.to_dense_f64(1 << 12) {
+            Ok(dense) => {
+                assert_eq!(Some(dense.len() as u64), shape.iter().try_fold(1u64, |a, &e| a.checked_mul(e)))
+            }
+            Err(e) => {
+                assert!(matches!(e, csf_core::DenseError::OverBudget { .. } | csf_core::DenseError::Overflow))
+            }
+        }
+        let _ = view.to_dense::<f32>(1 << 12);
+        let _ = view.to_dense::<u8>(1 << 12);
+    }
+    by_for_each
+}
+
+/// The spec example with one change applied.
+fn example_with(change: impl FnOnce(&mut Tree)) -> Tree {
+    let mut tree = Tree::spec_example();
+    change(&mut tree);
+    Tree::new(tree.element_type, &tree.shape, &tree.mode_order, tree.nnz, tree.levels, tree.values)
+}
+
+/// Checks `tree` from its arrays and from a container at an odd address.
+fn check_tree(tree: &Tree) -> Yield {
+    let mut rng = Rng::new(7);
+    let seen = check_total(&tree.view(), &mut rng);
+    let bytes = tree.container_bytes();
+    let mut storage = Vec::new();
+    let range = misaligned_copy(&bytes, &mut storage);
+    let view = view_container(&storage[range]);
+    let mut rng = Rng::new(7);
+    assert_eq!(check_total(&view, &mut rng), seen, "unaligned copy iterates differently");
+    seen
+}
+
+// ------------------------------------------------------------ hand-made trees
+
+#[test]
+fn pos_going_backwards() {
+    // Invariant 2: parent 1's slice [3, 1) is reversed; pos_2 decreases.
+    let seen = check_tree(&example_with(|t| t.levels[1].0 = vec![0, 3, 1]));
+    assert!(seen.len() <= 4);
+    check_tree(&example_with(|t| t.levels[2].0 = vec![4, 2, 1, 0]));
+    check_tree(&example_with(|t| t.levels[0].0 = vec![2, 0]));
+    check_tree(&example_with(|t| t.levels[2].0 = vec![0, 3, 1, 4]));
+}
+
+#[test]
+fn pos_pointing_past_the_end_of_crd() {
+    // Invariant 3: the terminal entries overshoot n_L.
+    check_tree(&example_with(|t| t.levels[2].0 = vec![0, 100, 200, 1000]));
+    check_tree(&example_with(|t| t.levels[1].0 = vec![0, 2, 3_000_000_000]));
+    check_tree(&example_with(|t| t.levels[0].0 = vec![0, 5]));
+    // The first entry too (invariant 1).
+    check_tree(&example_with(|t| t.levels[1].0 = vec![7, 8, 9]));
+}
+
+#[test]
+fn huge_pos_entries() {
+    for pos0 in [[0, u64::MAX], [u64::MAX, u64::MAX], [u64::MAX, 0], [1 << 63, u64::MAX]] {
+        let seen = check_tree(&example_with(|t| t.levels[0].0 = pos0.to_vec()));
+        // [0, MAX] clamps to the whole of crd_0: the tensor is still readable.
+        if pos0 == [0, u64::MAX] {
+            assert_eq!(seen.len(), 4);
+        }
+    }
+    check_tree(&example_with(|t| t.levels[2].0 = vec![u64::MAX; 4]));
+    check_tree(&example_with(|t| t.levels[1].0 = vec![0, u64::MAX, 1]));
+}
+
+#[test]
+fn overlapping_slices() {
+    // Every parent claims all of the leaves: a naive walk would emit 3 * 4
+    // entries; the clamped one visits each leaf at most once.
+    let seen = check_tree(&example_with(|t| t.levels[2].0 = vec![0, 4, 0, 4]));
+    assert!(seen.len() <= 4);
+    check_tree(&example_with(|t| t.levels[1].0 = vec![0, 3, 0]));
+    check_tree(&example_with(|t| t.levels[1].0 = vec![0, 2, 1]));
+}
+
+#[test]
+fn every_iteration_api_clamps_alike() {
+    // Parent 0's leaf slice is [3, 3), empty but past the leaves visited so
+    // far; parent 1's is reversed; parent 2 claims [0, 4). The cursor and
+    // for_each must clamp parent 2's slice the same way.
+    let tree = example_with(|t| t.levels[2].0 = vec![3, 3, 0, 4]);
+    let view = tree.view();
+    let mut by_cursor = Vec::new();
+    let mut cursor = view.cursor();
+    while cursor.advance() {
+        by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
+    }
+    let mut by_for_each = Vec::new();
+    view.for_each(|i, leaf| by_for_each.push((i.to_vec(), leaf)));
+    assert_eq!(by_cursor, by_for_each);
+    let mut by_stored = Vec::new();
+    view.for_each_stored(|c, leaf| by_stored.push((c.to_vec(), leaf)));
+    assert_eq!(by_stored, by_for_each);
+    check_tree(&tree);
+}
+
+#[test]
+fn overlapping_slices_cannot_blow_up_the_work() {
+    // A deep tree whose every pos array gives each parent the whole next
+    // level: the naive walk is exponential (n^rank leaves), the bound linear.
+    let rank = 12;
+    let n = 8u64;
+    let levels: Vec<(Vec<u64>, Vec<u64>)> = (0..rank)
+        .map(|l| {
+            let parents = if l == 0 { 1 } else { n as usize };
+            let pos = (0..=parents).map(|p| if p == 0 { 0 } else { n }).collect::<Vec<_>>();
+            let pos = pos.iter().enumerate().map(|(i, &v)| if i % 2 == 0 { 0 } else { v }).collect();
+            (pos, (0..n).collect())
+        })
+        .collect();
+    let order: Vec<u32> = (0..rank as u32).collect();
+    let tree = Tree::new(ElementType::U8, &[n; 12], &order, n, levels, vec![1; n as usize]);
+    let seen = check_tree(&tree);
+    assert!(seen.len() <= n as usize);
+}
+
+#[test]
+fn unsorted_and_duplicate_coordinates() {
+    // Invariant 4.
+    check_tree(&example_with(|t| t.levels[2].1 = vec![3, 1, 2, 0]));
+    check_tree(&example_with(|t| t.levels[2].1 = vec![1, 1, 2, 2]));
+    check_tree(&example_with(|t| t.levels[0].1 = vec![1, 0]));
+    let seen = check_tree(&example_with(|t| t.levels[1].1 = vec![0, 0, 0]));
+    assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn coordinates_outside_the_shape() {
+    // Invariant 5.
+    check_tree(&example_with(|t| t.levels[0].1 = vec![0, 7]));
+    check_tree(&example_with(|t| t.levels[2].1 = vec![1, 3, 0, u64::MAX]));
+    let seen = check_tree(&example_with(|t| t.levels[1].1 = vec![u64::MAX - 1, 2, 1 << 40]));
+    // Iteration reports what is stored, even out of the shape.
+    assert!(seen.iter().any(|(i, _)| i[1] == u64::MAX - 1));
+}
+
+#[test]
+fn mode_order_not_a_permutation() {
+    for order in [[0, 0, 0], [0, 1, 1], [2, 2, 0], [99, 1, 2], [u32::MAX, 0, 1], [2, 99, u32::MAX], [3, 4, 5]]
+    {
+        let tree = example_with(|t| t.mode_order = order.to_vec());
+        let seen = check_tree(&tree);
+        assert_eq!(seen.len(), 4, "{order:?}: the tree itself is fine");
+        let view = tree.view();
+        for (level, &dim) in order.iter().enumerate() {
+            assert_eq!(view.level_extent(level).is_some(), (dim as usize) < 3);
+        }
+        if order[0] as usize >= 3 {
+            assert_eq!(view.find(&[0, 0, 0]), Err(LookupError::BadModeOrder { level: 0, dim: order[0] }));
+        }
+    }
+}
+
+#[test]
+fn values_buffer_too_short() {
+    for values in [vec![], vec![0x3f], f32_bytes(&[1.0, 2.0, 3.0]), {
+        let mut v = f32_bytes(&[1.0, 2.0, 3.0]);
+        v.push(1);
+        v
+    }] {
+        let tree = example_with(|t| t.values = values.clone());
+        check_tree(&tree);
+        let view = tree.view();
+        // The leaf exists; its value does not.
+        assert_eq!(view.find(&[1, 1, 2]), Ok(Some(3)));
+        assert_eq!(view.get(&[1, 1, 2]), Ok(None));
+        assert_eq!(view.get_f64(&[1, 1, 2]), Ok(0.0));
+        assert_eq!(view.values().typed::<f32>().unwrap().get(3), None);
+        let mut cursor = view.cursor();
+        let mut values_seen = vec![];
+        while cursor.advance() {
+            values_seen.push(cursor.value());
+        }
+        assert_eq!(values_seen.len(), 4);
+        assert_eq!(values_seen[3], None);
+    }
+    // Sub-byte values: 4 leaves need 2 bytes of i4.
+    let tree = example_with(|t| {
+        t.element_type = ElementType::I4;
+        t.values = vec![0x21];
+    });
+    check_tree(&tree);
+    assert_eq!(tree.view().get(&[0, 2, 3]), Ok(Some(Value::I4(2))));
+    assert_eq!(tree.view().get(&[1, 1, 0]), Ok(None));
+}
+
+#[test]
+fn empty_and_truncated_levels() {
+    // Empty pos arrays with stored crd.
+    check_tree(&example_with(|t| t.levels[0].0 = vec![]));
+    check_tree(&example_with(|t| t.levels[1].0 = vec![]));
+    check_tree(&example_with(|t| t.levels[2].0 = vec![]));
+    check_tree(&example_with(|t| t.levels[2].0 = vec![0]));
+    // Truncated crd (pos promises more than is stored) and truncated pos.
+    check_tree(&example_with(|t| t.levels[2].1 = vec![1]));
+    check_tree(&example_with(|t| t.levels[1].1 = vec![]));
+    check_tree(&example_with(|t| t.levels[2].0 = vec![0, 1]));
+    check_tree(&example_with(|t| {
+        t.levels[1] = (vec![], vec![]);
+        t.levels[2] = (vec![], vec![]);
+    }));
+    // nnz disagreeing with the arrays is just a number.
+    check_tree(&example_with(|t| t.nnz = u64::MAX));
+    check_tree(&example_with(|t| t.nnz = 0));
+}
+
+#[test]
+fn everything_wrong_at_once() {
+    let tree = Tree::new(
+        ElementType::BF16,
+        &[0, u64::MAX, 3],
+        &[u32::MAX, 1, 1],
+        u64::MAX,
+        vec![
+            (vec![u64::MAX, 0], vec![9, 9, 9]),
+            (vec![5, 2, u64::MAX, 0, 1], vec![]),
+            (vec![], vec![u64::MAX, 0, 0, 3, 1]),
+        ],
+        vec![1, 2, 3],
+    );
+    check_tree(&tree);
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn dense_over_budget_does_not_allocate() {
+    use csf_core::DenseError;
+    let tree = example_with(|t| t.shape = vec![1 << 20; 3]);
+    let view = tree.view();
+    let (r, bytes) = allocated_by(|| view.to_dense_f64(1 << 20));
+    assert_eq!(r, Err(DenseError::OverBudget { elements: 1 << 60, budget: 1 << 20 }));
+    assert_eq!(bytes, 0, "an over-budget to_dense_f64 allocated {bytes} bytes");
+    let (r, bytes) = allocated_by(|| view.to_dense::<f32>(1 << 20));
+    assert_eq!(r, Err(DenseError::OverBudget { elements: 1 << 60, budget: 1 << 20 }));
+    assert_eq!(bytes, 0);
+    // A product that overflows u64.
+    let tree = example_with(|t| t.shape = vec![1 << 22; 3]);
+    let view = tree.view();
+    let (r, bytes) = allocated_by(|| view.to_dense_f64(u64::MAX));
+    assert_eq!(r, Err(DenseError::Overflow));
+    assert_eq!(bytes, 0);
+    // The probe works: an in-budget call does allocate.
+    let (_, bytes) = allocated_by(|| Tree::spec_example().view().to_dense_f64(24).unwrap());
+    assert!(bytes >= 24 * 8);
+}
+
+#[test]
+fn lookup_and_iteration_do_not_allocate() {
+    let tree = Tree::spec_example();
+    let view = tree.view();
+    let (sum, bytes) = allocated_by(|| {
+        let mut sum = 0.0;
+        view.for_each(|_, leaf| sum += view.values().get_f64(leaf).unwrap());
+        let mut cursor = view.cursor();
+        while cursor.advance() {
+            sum += cursor.value().unwrap().to_f64();
+        }
+        sum + view.get_f64(&[1, 1, 2]).unwrap()
+    });
+    assert_eq!(sum, 24.0);
+    assert_eq!(bytes, 0);
+}
+
+// ------------------------------------------------------------ unaligned buffers
+
+#[test]
+fn unaligned_container_gives_the_same_answers() {
+    for (seed, distribution) in [(1, Distribution::Uniform), (2, Distribution::PowerLaw { skew: 3.0 })] {
+        let coo = synthetic(&[9, 10, 11, 3], 400, distribution, seed);
+        let tree = Tree::from_arrays(&reference_csf(&coo, &[3, 1, 0, 2]));
+        let bytes = tree.container_bytes();
+        let aligned = tree.view();
+        let mut storage = Vec::new();
+        let range = misaligned_copy(&bytes, &mut storage);
+        let unaligned = view_container(&storage[range]);
+        // The two views really take different paths.
+        assert!(aligned.levels().iter().all(|l| l.crd.as_native().is_some()));
+        assert!(unaligned.levels().iter().all(|l| l.crd.as_native().is_none() || l.crd.is_empty()));
+        for index in common::all_indices(&coo.shape) {
+            assert_eq!(unaligned.find(&index), aligned.find(&index));
+            assert_eq!(unaligned.get(&index), aligned.get(&index));
+        }
+        assert_eq!(common::iterate_all(&unaligned), common::iterate_all(&aligned));
+        common::check_against_oracle(&unaligned, &common::oracle(&coo), &[]);
+    }
+}
+
+// ------------------------------------------------------------ garbage proptest
+
+/// A `u64` that is small most of the time and sometimes extreme.
+fn wild() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 0..12u64,
+        1 => Just(u64::MAX),
+        1 => Just(usize::MAX as u64),
+        1 => Just(1u64 << 63),
+        1 => any::<u64>(),
+    ]
+}
+
+fn garbage() -> impl Strategy<Value = Tree> {
+    (3usize..=5)
+        .prop_flat_map(|rank| {
+            let level = (prop::collection::vec(wild(), 0..8), prop::collection::vec(wild(), 0..10));
+            let order_entry = prop_oneof![6 => 0..rank as u32 + 1, 1 => Just(99u32), 1 => Just(u32::MAX)];
+            let extent = prop_oneof![6 => 0..8u64, 1 => any::<u64>()];
+            let element_type = prop::sample::select(vec![
+                ElementType::F32,
+                ElementType::U8,
+                ElementType::I4,
+                ElementType::F64,
+                ElementType::BF16,
+                ElementType::NF4,
+            ]);
+            (
+                prop::collection::vec(level, rank),
+                prop::collection::vec(order_entry, rank),
+                prop::collection::vec(extent, rank),
+                element_type,
+                prop::collection::vec(any::<u8>(), 0..48),
+                wild(),
+            )
+        })
+        .prop_map(|(levels, order, shape, element_type, values, nnz)| {
+            Tree::new(element_type, &shape, &order, nnz, levels, values)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn garbage_trees_are_handled_totally(tree in garbage(), seed in any::<u64>()) {
+        let mut rng = Rng::new(seed);
+        check_total(&tree.view(), &mut rng);
+    }
+
+    #[test]
+    fn garbage_reads_the_same_unaligned(tree in garbage()) {
+        // check_tree compares the aligned arrays with a misaligned container.
+        check_tree(&tree);
+    }
+
+    #[test]
+    fn garbage_lookups_agree_aligned_and_unaligned(tree in garbage(), seed in any::<u64>()) {
+        let bytes = tree.container_bytes();
+        let mut storage = Vec::new();
+        let range = misaligned_copy(&bytes, &mut storage);
+        let unaligned = view_container(&storage[range]);
+        let aligned = tree.view();
+        let mut rng = Rng::new(seed);
+        for _ in 0..64 {
+            let index: Vec<u64> = tree.shape.iter().map(|&e| if e == 0 { 0 } else { rng.below(e.min(12)) }).collect();
+            prop_assert_eq!(aligned.find(&index), unaligned.find(&index), "{:?}", index);
+        }
+    }
+
+    #[test]
+    fn garbage_cursor_and_for_each_agree(tree in garbage()) {
+        let view = tree.view();
+        let mut by_for_each = Vec::new();
+        view.for_each(|i, leaf| by_for_each.push((i.to_vec(), leaf)));
+        let mut by_cursor = Vec::new();
+        let mut cursor = view.cursor();
+        while cursor.advance() {
+            by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
+        }
+        prop_assert_eq!(by_cursor, by_for_each);
+    }
+}

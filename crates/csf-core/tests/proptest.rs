@@ -1,0 +1,90 @@
+//! Random sparse tensors of rank 3..=6 (small shapes, zero extents included),
+//! stored under random mode orders by the reference builder, against a
+//! `BTreeMap` oracle: lookups of present and absent indices, and the four
+//! iteration APIs (which must agree, each yielding exactly nnz entries).
+
+mod common;
+
+use common::{check_against_oracle, oracle, Tree};
+use csf_testdata::{reference_csf, Coo};
+use proptest::prelude::*;
+
+/// A random tensor: shape (extents 0..=6, at most 6^4 cells), entries with
+/// duplicates possible, random absent-index probes, and a mode order.
+fn tensor() -> impl Strategy<Value = (Coo, Vec<u32>, Vec<Vec<u64>>)> {
+    (3usize..=6)
+        .prop_flat_map(|rank| {
+            let max_extent = if rank <= 4 { 6u64 } else { 4 };
+            // A zero extent (so nnz = 0) is drawn about once in 12 dimensions.
+            let extent = prop_oneof![1 => Just(0u64), 11 => 1..=max_extent];
+            let shape = prop::collection::vec(extent, rank);
+            let order = Just((0..rank as u32).collect::<Vec<_>>()).prop_shuffle();
+            (shape, order)
+        })
+        .prop_flat_map(|(shape, order)| {
+            let rank = shape.len();
+            let raw = prop::collection::vec((prop::collection::vec(any::<u64>(), rank), 1u32..=1000), 0..80);
+            let probes = prop::collection::vec(prop::collection::vec(any::<u64>(), rank), 20);
+            (Just(shape), Just(order), raw, probes)
+        })
+        .prop_map(|(shape, order, raw, probes)| {
+            let into_shape = |v: &[u64]| v.iter().zip(&shape).map(|(c, e)| c % e).collect::<Vec<_>>();
+            let mut coo = Coo { shape: shape.clone(), indices: vec![], values: vec![] };
+            if shape.iter().all(|&e| e > 0) {
+                for (index, value) in &raw {
+                    coo.indices.extend(into_shape(index));
+                    // Negative values too; never zero, so presence is unambiguous.
+                    coo.values.push(f64::from(*value) - 500.5);
+                }
+            }
+            let probes = if shape.iter().all(|&e| e > 0) {
+                probes.iter().map(|p| into_shape(p)).collect()
+            } else {
+                vec![]
+            };
+            (coo, order, probes)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lookup_and_iteration_match_a_btreemap((coo, order, probes) in tensor()) {
+        let map = oracle(&coo);
+        let arrays = reference_csf(&coo, &order);
+        prop_assert_eq!(arrays.nnz(), map.len());
+        let tree = Tree::from_arrays(&arrays);
+        let view = tree.view();
+        // Absent indices: the probes that miss (and, for small shapes, every index).
+        let absent: Vec<Vec<u64>> = probes.into_iter().filter(|p| !map.contains_key(p)).collect();
+        check_against_oracle(&view, &map, &absent);
+        for index in &absent {
+            prop_assert_eq!(view.find(index), Ok(None));
+        }
+        // The same through a container.
+        let bytes = tree.container_bytes();
+        check_against_oracle(&common::view_container(&bytes), &map, &absent);
+    }
+
+    #[test]
+    fn a_zero_extent_means_no_entries_and_every_lookup_out_of_bounds(
+        (coo, order, probes) in tensor(),
+        zero_dim in 0usize..6,
+    ) {
+        let mut shape = coo.shape.clone();
+        let zero_dim = zero_dim % shape.len();
+        shape[zero_dim] = 0;
+        let empty = Coo { shape: shape.clone(), indices: vec![], values: vec![] };
+        let tree = Tree::from_arrays(&reference_csf(&empty, &order));
+        let view = tree.view();
+        prop_assert_eq!(common::iterate_all(&view).len(), 0);
+        for probe in probes.iter().chain(std::iter::once(&vec![0; shape.len()])) {
+            let r = view.find(probe);
+            prop_assert!(
+                matches!(r, Err(csf_core::LookupError::OutOfBounds { .. })),
+                "{:?} -> {:?}", probe, r
+            );
+        }
+    }
+}
