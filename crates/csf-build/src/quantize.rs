@@ -176,7 +176,13 @@ pub fn quantize(tensor: OwnedCsf, spec: Quantize) -> Result<OwnedCsf, BuildError
                 let q: Vec<i64> = x
                     .iter()
                     .zip(&group)
-                    .map(|(&v, &g)| ((v / f64::from(s[g])).round_ties_even() as i64 + z[g]).clamp(qmin, qmax))
+                    // A scale that underflowed to 0 makes `v / s` infinite, which `as`
+                    // saturates to i64::MAX/MIN: the zero point must not overflow it.
+                    .map(|(&v, &g)| {
+                        ((v / f64::from(s[g])).round_ties_even() as i64)
+                            .saturating_add(z[g])
+                            .clamp(qmin, qmax)
+                    })
                     .collect();
                 let zero_points = zero_point.then(|| pack_ints(dtype, &z));
                 codes = pack_ints(dtype, &q);
