@@ -17,10 +17,15 @@ pub(crate) trait Key: Copy + Ord + Send + Sync + Default + core::fmt::Debug + 's
     fn field(self, shift: u32) -> u64;
     /// `self ^ other`'s highest set bit, or `None` when equal.
     fn highest_diff(self, other: Self) -> Option<u32>;
+    /// `v` as a key.
+    fn from_u64(v: u64) -> Self;
+    /// Keys that each hold a `u64` (see `from_u64`) as a `Vec<u64>`: the
+    /// same allocation for `u64` keys, a copy for wider ones.
+    fn into_u64s(keys: Vec<Self>) -> Vec<u64>;
 }
 
 macro_rules! key {
-    ($t:ty) => {
+    ($t:ty, $into:expr) => {
         impl Key for $t {
             #[inline]
             fn shl_or(self, shift: u32, v: u64) -> Self {
@@ -35,11 +40,18 @@ macro_rules! key {
                 let x = self ^ other;
                 (x != 0).then(|| <$t>::BITS - 1 - x.leading_zeros())
             }
+            #[inline]
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+            fn into_u64s(keys: Vec<Self>) -> Vec<u64> {
+                $into(keys)
+            }
         }
     };
 }
-key!(u64);
-key!(u128);
+key!(u64, |keys| keys);
+key!(u128, |keys: Vec<u128>| keys.into_iter().map(|k| k as u64).collect());
 
 /// Bits needed to hold every value below `extent`.
 pub(crate) fn bit_length_below(extent: u64) -> u32 {
@@ -58,6 +70,8 @@ pub(crate) struct Layout {
     pub(crate) shift: [u32; MAX_RANK],
     /// Mask of level `L`'s field after shifting.
     pub(crate) mask: [u64; MAX_RANK],
+    /// Bits of level `L`'s field.
+    pub(crate) bits: [u32; MAX_RANK],
     /// For a differing bit position `b` (from `position_bits`), the level it belongs to.
     pub(crate) level_of_bit: [u8; 128],
 }
@@ -73,12 +87,14 @@ impl Layout {
             coord_bits: 0,
             shift: [0; MAX_RANK],
             mask: [0; MAX_RANK],
+            bits: [0; MAX_RANK],
             level_of_bit: [0; 128],
         };
         let mut shift = position_bits;
         for level in (0..rank).rev() {
             let bits = bit_length_below(extents[level]);
             layout.shift[level] = shift;
+            layout.bits[level] = bits;
             layout.mask[level] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             for b in shift..(shift + bits).min(128) {
                 layout.level_of_bit[b as usize] = level as u8;

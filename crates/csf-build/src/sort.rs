@@ -1,20 +1,317 @@
 //! A stable radix sort of packed keys on their coordinate bits.
 //!
-//! One MSD pass on the top (up to) 11 coordinate bits splits the keys into
-//! up to 2048 buckets; each bucket is then small enough to sort in cache,
-//! with LSD passes on the remaining coordinate bits (or, for tiny buckets, a
-//! comparison sort of the whole key: the position bits make keys unique, so
-//! that equals a stable sort on coordinates). Buckets are independent, so
-//! with `parallel` they are sorted on rayon's pool; the result does not
-//! depend on the thread count.
+//! The sort reads its keys straight from the input ([`KeySource`]) twice: a
+//! first pass counts the top digit (up to 10 coordinate bits) of every key
+//! (computing only that digit, where the source can), and a second computes
+//! each key and scatters it into its bucket of the one output array. Making the keys in the scatter pass, rather than
+//! writing them out and scattering into a second array, saves a whole key
+//! array: its memory, and the page faults of touching it, which at 10M keys
+//! cost about as much as the scatter itself.
+//!
+//! With a [`Payload`] (the builder's values), the scatter moves each entry's
+//! value slot along with its key, into a slot array in the same bucket order,
+//! and writes that slot's index into the key's low (position) bits. Every
+//! value a bucket's keys refer to then lies in the bucket's own stretch of
+//! the slot array: after the sort, the builder reads them from cache, where a
+//! gather from the input would take a cache and TLB miss per value (which
+//! made up a third of the build time).
+//!
+//! Both passes split the input into chunks. Each chunk counts its own digits;
+//! the counts place chunk `c`'s keys of bucket `d` after those of chunks
+//! `0..c`, so the chunks scatter into disjoint sub-slices of the output, in
+//! parallel and without `unsafe`, and the result is that of one sequential
+//! stable scatter whatever the number of chunks or threads.
+//!
+//! Each bucket is then sorted on its remaining bits: in cache by LSD passes
+//! (with as few passes as the bucket's size makes cheapest), or, for a bucket
+//! too big for the cache, by another MSD pass first. Tiny buckets take a
+//! comparison sort of the whole key: the position bits below the coordinate
+//! make keys unique, so that equals a stable sort on the coordinates. While a
+//! bucket is still in cache, a caller's `visit` runs over it (the builder
+//! counts the tree's nodes there).
+
+use std::ops::Range;
+
+use rayon::prelude::*;
 
 use crate::key::Key;
 
+/// Bits of the top (MSD) digit: 1024 buckets keep the scatter's write
+/// streams (two per bucket with a payload) within the TLB's reach.
+const TOP_BITS: u32 = 10;
+/// The bucket size the top digit aims at when there are too few keys to fill
+/// `2^TOP_BITS` buckets of it.
+const BUCKET_KEYS: usize = 2048;
+/// The digit of a second MSD pass.
 const DIGIT_BITS: u32 = 11;
-const SMALL: usize = 96;
+/// The widest LSD digit: two passes of up to 12 bits beat three of 8 on
+/// buckets of ~10k keys.
+const LSD_BITS: u32 = 12;
+/// Buckets up to this size take a comparison sort.
+const SMALL: usize = 64;
+/// Buckets up to this many keys are sorted by LSD passes; bigger ones by
+/// another MSD pass first (the LSD passes then run in cache).
+const CACHE_KEYS: usize = 1 << 16;
+/// The smallest chunk of input worth a parallel task.
+const MIN_CHUNK: usize = 1 << 15;
 
-/// Sorts `keys` stably by bits `lo..hi` (the coordinate field).
+/// Where the keys come from.
+pub(crate) trait KeySource<K: Key>: Sync {
+    /// The number of entries (keys, before any are skipped).
+    fn entries(&self) -> usize;
+
+    /// Calls `f(key, entry)` for every kept entry in `range`, in order, and
+    /// returns `false` if an entry there cannot be keyed (a coordinate outside
+    /// the shape); the keys are then meaningless, the sort gives up, but
+    /// their bits must still agree with `prefixes`. Every call must produce
+    /// the same keys.
+    fn keys(&self, range: Range<usize>, f: impl FnMut(K, usize)) -> bool;
+
+    /// Calls `f(prefix)` for every kept entry in `range`, in order, where
+    /// `prefix` has the bits of the entry's key from `from` up (the rest may
+    /// be anything). A source can skip work here: the sort's counting pass
+    /// needs only the top digit.
+    fn prefixes(&self, range: Range<usize>, from: u32, mut f: impl FnMut(K)) {
+        let _ = from;
+        self.keys(range, |k, _| f(k));
+    }
+}
+
+/// Fixed-width slots, one per entry, that follow the keys through the sort.
+#[derive(Clone, Copy)]
+pub(crate) struct Payload<'a> {
+    /// `width` bytes per entry.
+    pub(crate) data: &'a [u8],
+    /// 1, 2, 4 or 8 (other widths work, slower).
+    pub(crate) width: usize,
+}
+
+/// A key source could not key an entry.
+#[derive(Debug)]
+pub(crate) struct Unkeyable;
+
+/// The sorted keys and what came with them.
+pub(crate) struct Sorted<K, T> {
+    /// The keys, sorted. With a payload, their low `lo` bits index `slots`.
+    pub(crate) keys: Vec<K>,
+    /// The payload's slots in scatter order (empty without a payload).
+    pub(crate) slots: Vec<u8>,
+    /// Bucket `b` is `keys[starts[b]..starts[b + 1]]`; its keys' top digit is `b`.
+    pub(crate) starts: Vec<usize>,
+    /// `visit(start, bucket)` of every bucket, in order.
+    pub(crate) visits: Vec<T>,
+    /// The shift of the top digit.
+    pub(crate) top_shift: u32,
+}
+
+/// Keys already in a slice.
+struct Slice<'a, K>(&'a [K]);
+
+impl<K: Key> KeySource<K> for Slice<'_, K> {
+    fn entries(&self) -> usize {
+        self.0.len()
+    }
+
+    fn keys(&self, range: Range<usize>, mut f: impl FnMut(K, usize)) -> bool {
+        let start = range.start;
+        self.0[range].iter().enumerate().for_each(|(i, &k)| f(k, start + i));
+        true
+    }
+}
+
+/// Sorts `keys` stably by bits `lo..hi`.
 pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool) {
+    if keys.len() <= SMALL || hi <= lo {
+        sort_slice(keys, lo, hi, &mut Scratch::default());
+        return;
+    }
+    if let Ok(sorted) = sort_from(&Slice(keys), None, lo, hi, parallel, |_, _| ()) {
+        keys.copy_from_slice(&sorted.keys);
+    }
+}
+
+/// Splits `0..n` into chunks: one when not `parallel`, else a few per thread
+/// (so that uneven chunks still balance), none below `MIN_CHUNK` entries.
+pub(crate) fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
+    let count = if parallel { (n / MIN_CHUNK).clamp(1, 4 * rayon::current_num_threads()) } else { 1 };
+    (0..count).map(|c| c * n / count..(c + 1) * n / count).collect()
+}
+
+/// The keys of `source`, sorted stably by bits `lo..hi`, with the payload's
+/// slots, and `visit(start, bucket)` of every sorted bucket. With a payload,
+/// the source's keys must have their low `lo` bits clear, and `2^lo` must be
+/// at least the number of keys (the sort writes slot indices there).
+pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
+    source: &S,
+    payload: Option<Payload<'_>>,
+    lo: u32,
+    hi: u32,
+    parallel: bool,
+    visit: impl Fn(usize, &[K]) -> T + Sync,
+) -> Result<Sorted<K, T>, Unkeyable> {
+    let hi = hi.max(lo);
+    // Fewer buckets for fewer keys: the LSD passes pay off on buckets of a few thousand.
+    let top_bits =
+        (hi - lo).min(TOP_BITS).min(usize::BITS - (source.entries() / BUCKET_KEYS).leading_zeros());
+    let top_shift = hi - top_bits;
+    let radix = 1usize << top_bits;
+    let digit = move |k: K| (k.field(top_shift) as usize) & (radix - 1);
+    let ranges = chunks(source.entries(), parallel);
+
+    // Pass 1: per-chunk counts of the top digit.
+    let count = |range: &Range<usize>| {
+        let mut counts = vec![0usize; radix];
+        source.prefixes(range.clone(), top_shift, |k| counts[digit(k)] += 1);
+        counts
+    };
+    let counts: Vec<Vec<usize>> =
+        if parallel { ranges.par_iter().map(count).collect() } else { ranges.iter().map(count).collect() };
+    let mut starts = vec![0usize; radix + 1];
+    for d in 0..radix {
+        starts[d + 1] = starts[d] + counts.iter().map(|c| c[d]).sum::<usize>();
+    }
+    let total = starts[radix];
+
+    // Pass 2: each chunk scatters into its own sub-slice of every bucket.
+    let width = payload.map_or(0, |p| p.width);
+    let mut keys = vec![K::default(); total];
+    let mut slots = vec![0u8; total * width];
+    let mut targets: Vec<Target<'_, K>> =
+        ranges.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
+    {
+        let (mut key_rest, mut slot_rest) = (&mut keys[..], &mut slots[..]);
+        let mut at = 0;
+        for d in 0..radix {
+            for (chunk, target) in counts.iter().zip(&mut targets) {
+                let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
+                key_rest = tail;
+                target.keys.push(part);
+                target.first.push(at);
+                at += chunk[d];
+                if payload.is_some() {
+                    let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
+                    slot_rest = tail;
+                    target.slots.push(part);
+                }
+            }
+        }
+    }
+    let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
+        None => scatter_keys(source, range, target, digit),
+        Some(p) => match p.width {
+            1 => scatter_with::<K, S, 1>(source, range, target, digit, p),
+            2 => scatter_with::<K, S, 2>(source, range, target, digit, p),
+            4 => scatter_with::<K, S, 4>(source, range, target, digit, p),
+            8 => scatter_with::<K, S, 8>(source, range, target, digit, p),
+            _ => scatter_with::<K, S, 0>(source, range, target, digit, p),
+        },
+    };
+    let keyed = if parallel {
+        ranges.into_par_iter().zip(targets).all(scatter)
+    } else {
+        ranges.into_iter().zip(targets).all(scatter)
+    };
+    if !keyed {
+        return Err(Unkeyable);
+    }
+
+    // Pass 3: sort each bucket on the bits below the top digit, and visit it.
+    let mut buckets = Vec::with_capacity(radix);
+    let mut rest = &mut keys[..];
+    for d in 0..radix {
+        let (bucket, tail) = std::mem::take(&mut rest).split_at_mut(starts[d + 1] - starts[d]);
+        buckets.push((starts[d], bucket));
+        rest = tail;
+    }
+    let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket): (usize, &mut [K])| {
+        sort_slice(bucket, lo, top_shift, scratch);
+        visit(start, bucket)
+    };
+    let visits = if parallel {
+        buckets.into_par_iter().map_init(Scratch::default, sort_and_visit).collect()
+    } else {
+        let mut scratch = Scratch::default();
+        buckets.into_iter().map(|b| sort_and_visit(&mut scratch, b)).collect()
+    };
+    Ok(Sorted { keys, slots, starts, visits, top_shift })
+}
+
+/// One chunk's sub-slice of every bucket.
+struct Target<'a, K> {
+    keys: Vec<&'a mut [K]>,
+    /// With a payload: the matching slots, and the index of each sub-slice's first key.
+    slots: Vec<&'a mut [u8]>,
+    first: Vec<usize>,
+}
+
+impl<K> Default for Target<'_, K> {
+    fn default() -> Self {
+        Self { keys: Vec::new(), slots: Vec::new(), first: Vec::new() }
+    }
+}
+
+fn scatter_keys<K: Key, S: KeySource<K>>(
+    source: &S,
+    range: Range<usize>,
+    target: Target<'_, K>,
+    digit: impl Fn(K) -> usize,
+) -> bool {
+    // An iterator per bucket: `next` is a bounds check and a bump.
+    let mut keys: Vec<_> = target.keys.into_iter().map(|t| t.iter_mut()).collect();
+    source.keys(range, |k, _| {
+        if let Some(slot) = keys[digit(k)].next() {
+            *slot = k;
+        }
+    })
+}
+
+/// The scatter with a payload of `W`-byte slots (`W = 0`: `payload.width`;
+/// a constant width makes each slot copy one move instead of a `memcpy` call).
+fn scatter_with<K: Key, S: KeySource<K>, const W: usize>(
+    source: &S,
+    range: Range<usize>,
+    target: Target<'_, K>,
+    digit: impl Fn(K) -> usize,
+    payload: Payload<'_>,
+) -> bool {
+    let width = if W == 0 { payload.width } else { W };
+    let data = payload.data;
+    let Target { mut keys, mut slots, first } = target;
+    let mut next = vec![0usize; keys.len()];
+    source.keys(range, |k, entry| {
+        let d = digit(k);
+        let i = next[d];
+        next[d] += 1;
+        keys[d][i] = k.shl_or(0, (first[d] + i) as u64);
+        let (from, to) = (entry * width, i * width);
+        copy_slot::<W>(&mut slots[d][to..to + width], &data[from..from + width]);
+    })
+}
+
+/// `dst.copy_from_slice(src)`, as a single move for a constant width `W > 0`.
+#[inline(always)]
+pub(crate) fn copy_slot<const W: usize>(dst: &mut [u8], src: &[u8]) {
+    if W == 0 {
+        dst.copy_from_slice(src);
+    } else if let (Ok(d), Ok(s)) = (<&mut [u8; W]>::try_from(dst), <&[u8; W]>::try_from(src)) {
+        *d = *s;
+    }
+}
+
+/// Reusable buffers of one thread.
+struct Scratch<K> {
+    keys: Vec<K>,
+    counts: Vec<u32>,
+}
+
+impl<K> Default for Scratch<K> {
+    fn default() -> Self {
+        Self { keys: Vec::new(), counts: Vec::new() }
+    }
+}
+
+/// Sorts `keys` stably by bits `lo..hi`, in place.
+fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
     let n = keys.len();
     if n < 2 || hi <= lo {
         return;
@@ -23,111 +320,90 @@ pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool
         keys.sort_unstable();
         return;
     }
-    let top_bits = (hi - lo).min(DIGIT_BITS);
-    let top_shift = hi - top_bits;
-    let radix = 1usize << top_bits;
-    let digit = |k: K| (k.field(top_shift) as usize) & (radix - 1);
-
-    let mut counts = vec![0usize; radix + 1];
-    if parallel {
-        counts = histogram_parallel(keys, radix, digit);
-    } else {
-        for &k in keys.iter() {
-            counts[digit(k) + 1] += 1;
-        }
-    }
-    for i in 1..=radix {
-        counts[i] += counts[i - 1];
-    }
-    // Stable scatter into `scratch` by the top digit.
-    let mut scratch = vec![K::default(); n];
-    let mut next = counts.clone();
-    for &k in keys.iter() {
-        let d = digit(k);
-        scratch[next[d]] = k;
-        next[d] += 1;
-    }
-    // Pair up each bucket in `scratch` with the same range of `keys`.
-    let mut pairs = Vec::with_capacity(radix);
-    let (mut src, mut dst) = (&mut scratch[..], &mut keys[..]);
-    for d in 0..radix {
-        let len = counts[d + 1] - counts[d];
-        let (s, s_rest) = src.split_at_mut(len);
-        let (t, t_rest) = dst.split_at_mut(len);
-        if len > 0 {
-            pairs.push((s, t));
-        }
-        src = s_rest;
-        dst = t_rest;
-    }
-    let sort_bucket = |(bucket, out): (&mut [K], &mut [K])| sort_bucket(bucket, out, lo, top_shift);
-    if parallel {
-        use rayon::prelude::*;
-        pairs.into_par_iter().for_each(sort_bucket);
-    } else {
-        pairs.into_iter().for_each(sort_bucket);
-    }
-}
-
-fn histogram_parallel<K: Key>(keys: &[K], radix: usize, digit: impl Fn(K) -> usize + Sync) -> Vec<usize> {
-    use rayon::prelude::*;
-    keys.par_chunks(1 << 16)
-        .map(|chunk| {
-            let mut counts = vec![0usize; radix + 1];
-            for &k in chunk {
-                counts[digit(k) + 1] += 1;
-            }
-            counts
-        })
-        .reduce(
-            || vec![0usize; radix + 1],
-            |mut a, b| {
-                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                a
-            },
-        )
-}
-
-/// Sorts `bucket` by bits `lo..hi`, leaving the result in `out` (same length).
-fn sort_bucket<K: Key>(bucket: &mut [K], out: &mut [K], lo: u32, hi: u32) {
-    if bucket.len() <= SMALL || hi <= lo {
-        bucket.sort_unstable();
-        out.copy_from_slice(bucket);
+    // Already sorted (as real data often is): a scan that fails fast otherwise.
+    if keys.windows(2).all(|w| w[0] <= w[1]) {
         return;
     }
+    if n <= CACHE_KEYS || (hi - lo <= LSD_BITS && u32::try_from(n).is_ok()) {
+        lsd(keys, lo, hi, scratch);
+        return;
+    }
+    // Too big for the cache: split by the top digit, then sort each part.
+    let shift = hi - (hi - lo).min(DIGIT_BITS);
+    let radix = 1usize << (hi - shift);
+    let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
+    let mut starts = vec![0usize; radix + 1];
+    for &k in keys.iter() {
+        starts[digit(k) + 1] += 1;
+    }
+    for d in 0..radix {
+        starts[d + 1] += starts[d];
+    }
+    if scratch.keys.len() < n {
+        scratch.keys.resize(n, K::default());
+    }
+    let mut next = starts.clone();
+    for &k in keys.iter() {
+        let d = digit(k);
+        scratch.keys[next[d]] = k;
+        next[d] += 1;
+    }
+    keys.copy_from_slice(&scratch.keys[..n]);
+    for d in 0..radix {
+        sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
+    }
+}
+
+/// LSD passes over bits `lo..hi`, with the digit width that makes the
+/// fewest, cheapest passes for `keys.len()` keys: a pass costs about a read
+/// and a write per key plus its histogram's size.
+fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
+    let n = keys.len();
     let bits = hi - lo;
-    let passes = bits.div_ceil(DIGIT_BITS);
+    let passes = (bits.div_ceil(LSD_BITS)..=bits)
+        .min_by_key(|&p| p as usize * ((1usize << bits.div_ceil(p)) + 2 * n))
+        .unwrap_or(1);
     let width = bits.div_ceil(passes);
-    let mut counts = vec![0usize; (1 << width) + 1];
-    // Data moves `bucket -> out -> bucket ...`; `in_out` says where it is now.
-    let mut in_out = false;
-    let mut shift = lo;
-    while shift < hi {
-        let w = width.min(hi - shift);
-        let mask = (1usize << w) - 1;
-        let (src, dst): (&[K], &mut [K]) = if in_out { (&*out, &mut *bucket) } else { (&*bucket, &mut *out) };
-        counts.iter_mut().for_each(|c| *c = 0);
-        for &k in src {
-            counts[(k.field(shift) as usize & mask) + 1] += 1;
+    let radix = 1usize << width;
+    let mask = radix - 1;
+
+    // All histograms in one read (`u32` counts: `sort_slice` checks `n` fits).
+    scratch.counts.clear();
+    scratch.counts.resize(passes as usize * radix, 0);
+    let counts = &mut scratch.counts;
+    for &k in keys.iter() {
+        for p in 0..passes {
+            counts[p as usize * radix + (k.field(lo + p * width) as usize & mask)] += 1;
         }
+    }
+    if scratch.keys.len() < n {
+        scratch.keys.resize(n, K::default());
+    }
+    let other = &mut scratch.keys[..n];
+    // Data moves `keys -> other -> keys ...`; `in_other` says where it is now.
+    let mut in_other = false;
+    for p in 0..passes {
+        let counts = &mut counts[p as usize * radix..(p as usize + 1) * radix];
         // A digit every key shares orders nothing: skip the pass.
-        if counts.contains(&src.len()) {
-            shift += w;
+        if counts.contains(&(n as u32)) {
             continue;
         }
-        for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            sum += std::mem::replace(c, sum);
         }
+        let shift = lo + p * width;
+        let (src, dst): (&[K], &mut [K]) =
+            if in_other { (&*other, &mut *keys) } else { (&*keys, &mut *other) };
         for &k in src {
             let d = k.field(shift) as usize & mask;
-            dst[counts[d]] = k;
+            dst[counts[d] as usize] = k;
             counts[d] += 1;
         }
-        in_out = !in_out;
-        shift += w;
+        in_other = !in_other;
     }
-    if !in_out {
-        out.copy_from_slice(bucket);
+    if in_other {
+        keys.copy_from_slice(other);
     }
 }
 
@@ -135,19 +411,30 @@ fn sort_bucket<K: Key>(bucket: &mut [K], out: &mut [K], lo: u32, hi: u32) {
 mod tests {
     use super::*;
 
+    fn rand(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
     #[test]
     fn matches_a_stable_sort_on_the_coordinate_bits() {
         let mut state = 0x1234_5678_u64;
-        let mut rand = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for &(n, coord_bits) in &[(0usize, 5u32), (1, 5), (50, 3), (5000, 9), (20000, 30), (70000, 40)] {
+        for &(n, coord_bits) in &[
+            (0usize, 5u32),
+            (1, 5),
+            (50, 3),
+            (5000, 9),
+            (20000, 30),
+            (70000, 40),
+            (300_000, 12),
+            (300_000, 36),
+        ] {
             let position_bits = 64 - (n as u64).leading_zeros();
-            let keys: Vec<u64> =
-                (0..n as u64).map(|i| ((rand() & ((1 << coord_bits) - 1)) << position_bits) | i).collect();
+            let keys: Vec<u64> = (0..n as u64)
+                .map(|i| ((rand(&mut state) & ((1 << coord_bits) - 1)) << position_bits) | i)
+                .collect();
             let mut expected = keys.clone();
             expected.sort_by_key(|k| k >> position_bits); // stable
             for parallel in [false, true] {
@@ -155,6 +442,56 @@ mod tests {
                 sort_keys(&mut got, position_bits, position_bits + coord_bits, parallel);
                 assert_eq!(got, expected, "n={n} bits={coord_bits} parallel={parallel}");
             }
+        }
+    }
+
+    #[test]
+    fn big_skewed_buckets_take_another_msd_pass() {
+        // Half the keys share their top digit: that bucket outgrows CACHE_KEYS.
+        let n = 4 * CACHE_KEYS as u64;
+        let coords = (0..n).map(|i| if i % 2 == 0 { (i * 7919) % (1 << 30) } else { 1 << 35 | i });
+        let keys: Vec<u64> = coords.enumerate().map(|(i, c)| c << 20 | i as u64).collect();
+        let mut expected = keys.clone();
+        expected.sort_by_key(|k| k >> 20);
+        for parallel in [false, true] {
+            let mut got = keys.clone();
+            sort_keys(&mut got, 20, 56, parallel);
+            assert_eq!(got, expected, "parallel={parallel}");
+        }
+    }
+
+    #[test]
+    fn payload_slots_follow_their_keys() {
+        let mut state = 99u64;
+        let n = 200_000usize;
+        let coords: Vec<u64> = (0..n).map(|_| rand(&mut state) % (1 << 25)).collect();
+        let data: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
+        for parallel in [false, true] {
+            let keys: Vec<u64> = coords.iter().map(|&c| c << 18).collect();
+            let sorted = sort_from(
+                &Slice(&keys),
+                Some(Payload { data: &data, width: 4 }),
+                18,
+                43,
+                parallel,
+                |start, bucket| (start, bucket.len()),
+            )
+            .unwrap();
+            // Each key's slot holds its entry, and entries of equal coordinates stay in input order.
+            let entries: Vec<usize> = sorted
+                .keys
+                .iter()
+                .map(|&k| {
+                    let i = (k & ((1 << 18) - 1)) as usize;
+                    u32::from_le_bytes(sorted.slots[4 * i..4 * i + 4].try_into().unwrap()) as usize
+                })
+                .collect();
+            let mut expected: Vec<usize> = (0..n).collect();
+            expected.sort_by_key(|&i| coords[i]);
+            assert_eq!(entries, expected, "parallel={parallel}");
+            let visited: Vec<(usize, usize)> =
+                sorted.starts.windows(2).map(|w| (w[0], w[1] - w[0])).collect();
+            assert_eq!(sorted.visits, visited);
         }
     }
 }

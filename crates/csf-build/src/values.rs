@@ -6,6 +6,7 @@ use hurray_format::{ElementType, Packing};
 
 use std::ops::Add;
 
+use crate::sort::copy_slot;
 use crate::BuildError;
 
 /// The input values with one slot of `width` bytes per entry (4-bit types
@@ -63,9 +64,21 @@ impl<'a> Slots<'a> {
 
     /// The slots of `positions`, in that order.
     pub(crate) fn gather(&self, positions: &[u64], parallel: bool) -> Vec<u8> {
+        match self.width {
+            1 => self.gather_w::<1>(positions, parallel),
+            2 => self.gather_w::<2>(positions, parallel),
+            4 => self.gather_w::<4>(positions, parallel),
+            8 => self.gather_w::<8>(positions, parallel),
+            _ => self.gather_w::<0>(positions, parallel),
+        }
+    }
+
+    /// `gather` for slots of `W` bytes (`W = 0`: `self.width`): a constant
+    /// width makes each copy one move instead of a `memcpy` call.
+    fn gather_w<const W: usize>(&self, positions: &[u64], parallel: bool) -> Vec<u8> {
         let w = self.width;
         let mut out = vec![0u8; positions.len() * w];
-        let fill = |(dst, &p): (&mut [u8], &u64)| dst.copy_from_slice(self.slot(p as usize));
+        let fill = |(dst, &p): (&mut [u8], &u64)| copy_slot::<W>(dst, self.slot(p as usize));
         if parallel {
             use rayon::prelude::*;
             out.par_chunks_mut(w.max(1)).zip(positions.par_iter()).for_each(fill);
@@ -78,8 +91,11 @@ impl<'a> Slots<'a> {
     /// Adds entry `src`'s value into the slot `dst` of `out`.
     pub(crate) fn add_into(&self, out: &mut [u8], dst: usize, src: usize) -> Result<(), BuildError> {
         let w = self.width;
-        let a = &mut out[dst * w..(dst + 1) * w];
-        let b = self.slot(src);
+        self.add_slot(&mut out[dst * w..(dst + 1) * w], self.slot(src))
+    }
+
+    /// Adds the value in slot `b` into slot `a`.
+    pub(crate) fn add_slot(&self, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
         macro_rules! add {
             ($t:ty, $op:ident) => {{
                 let x = <$t>::from_le_bytes(a.try_into().unwrap_or_default());
