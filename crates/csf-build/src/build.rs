@@ -302,10 +302,9 @@ struct Part<'a, K> {
     pos: Vec<&'a mut [u64]>,
     /// Nodes that earlier chunks opened, per level.
     base: Vec<usize>,
-    /// Duplicates in earlier chunks: the chunk's leaf `k` belongs at `k -
-    /// gap` of its own slices, and its first `gap` leaves before them, over
-    /// the previous chunk's keys, which may still be being read: those go to
-    /// a side buffer, copied into place after all chunks are done.
+    /// The chunk's leaf `k` goes to `k - gap` of its own slices, and its
+    /// first `gap` leaves (which belong before them, see `run`) to a side
+    /// buffer; `gap` is zero or the duplicates in earlier chunks.
     gap: usize,
 }
 
@@ -428,11 +427,24 @@ impl Job<'_> {
             })
             .collect();
 
-        // Where each chunk's leaves start.
+        // Where each chunk's leaves start, and how they get there. A chunk
+        // after duplicates has leaves that belong over the previous chunk's
+        // keys, which may still be being read: with few duplicates they go
+        // to side buffers, copied into place after all chunks are done;
+        // with many (the side buffers could add up to a chunk count times
+        // the duplicates) every chunk writes its leaves from its own start
+        // and a sequential pass closes the gaps.
+        let key_range = |g: &Range<usize>| starts[g.start]..starts[g.end];
         let leaf_starts: Vec<usize> = bases.iter().map(|b| b[leaf]).collect();
+        let side_leaves: usize = groups
+            .iter()
+            .zip(&opened)
+            .zip(&leaf_starts)
+            .map(|((g, o), &at)| (key_range(g).start - at).min(o[leaf]))
+            .sum();
+        let use_sides = side_leaves <= n / 64;
 
         // Hand each chunk its slices.
-        let key_range = |g: &Range<usize>| starts[g.start]..starts[g.end];
         let prevs: Vec<Option<K>> =
             groups.iter().map(|g| key_range(g).start.checked_sub(1).map(|i| keys[i])).collect();
         let mut parts: Vec<Part<'_, K>> = Vec::with_capacity(groups.len());
@@ -468,7 +480,7 @@ impl Job<'_> {
                     .collect();
                 let buckets =
                     g.clone().map(|d| starts[d] - range.start..starts[d + 1] - range.start).collect();
-                let gap = range.start - base[leaf];
+                let gap = if use_sides { range.start - base[leaf] } else { 0 };
                 parts.push(Part {
                     keys: part_keys,
                     values: part_values,
@@ -502,13 +514,21 @@ impl Job<'_> {
         } else {
             parts.into_iter().map(fill).collect::<Result<_, _>>()?
         };
-        // The leaves that went to side buffers, into place; they are only
-        // as many as the duplicates before their chunk.
-        for (&at, (side_keys, side_values)) in leaf_starts.iter().zip(sides) {
-            for (k, &crd) in side_keys.iter().enumerate() {
-                keys[at + k] = K::from_u64(crd);
+        // The leaves that went to side buffers, into place; or the gaps closed.
+        for ((g, o), (&at, (side_keys, side_values))) in
+            groups.iter().zip(&opened).zip(leaf_starts.iter().zip(sides))
+        {
+            let start = key_range(g).start;
+            if use_sides {
+                for (k, &crd) in side_keys.iter().enumerate() {
+                    keys[at + k] = K::from_u64(crd);
+                }
+                values[at * width..at * width + side_values.len()].copy_from_slice(&side_values);
+            } else if start != at {
+                let count = o[leaf];
+                keys.copy_within(start..start + count, at);
+                values.copy_within(start * width..(start + count) * width, at * width);
             }
-            values[at * width..at * width + side_values.len()].copy_from_slice(&side_values);
         }
         keys.truncate(nnz);
         values.truncate(nnz * width);
