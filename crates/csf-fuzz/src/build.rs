@@ -37,7 +37,7 @@ fn permutation(u: &mut Unstructured<'_>, n: usize) -> Result<Vec<u32>> {
 
 /// A quantization scheme (the builder refuses many: any type is drawn).
 /// Per-channel needs one scale per index of the axis, so it is only drawn for
-/// an axis of at most 2^16 indices (docs/fuzzing.md, finding 5).
+/// an axis of at most 2^16 indices (docs/fuzzing.md, finding 4).
 fn quantize(u: &mut Unstructured<'_>, shape: &[u64]) -> Result<Quantize> {
     let rank = shape.len();
     let dtype = *u.choose(ElementType::ALL)?;
@@ -250,7 +250,7 @@ pub(crate) fn roundtrip(case: &Case, u: &mut Unstructured<'_>) {
         // Whether a scheme takes a type, axis, block size and values is the
         // quantizer's call; a refusal is fine, a built file is checked.
         (Expect::Built(_), Err(BuildError::Quantize(_))) if case.options.quantize.is_some() => {}
-        // Known inconsistency (docs/fuzzing.md, finding 3): with `drop_zeros`,
+        // Known inconsistency (docs/fuzzing.md, finding 5): with `drop_zeros`,
         // `ModeOrder::Auto` checks the bounds of the zeros it drops, while the
         // other mode orders skip them. Tolerated until the builder decides.
         (_, Err(BuildError::OutOfBounds { entry, .. }))
@@ -355,7 +355,7 @@ fn check_auto(case: &Case, built: &Built) {
         );
     }
     let stored: u64 = view.levels().iter().map(|l| 8 * (l.pos.len() + l.crd.len()) as u64).sum();
-    // Known inaccuracy (docs/fuzzing.md, finding 4): `index_bytes` counts
+    // Known inaccuracy (docs/fuzzing.md, finding 6): `index_bytes` counts
     // dropped zeros, and duplicates when a whole tuple needs more than 128 bits;
     // then it is only an upper bound.
     let tuple_bits: u32 = case.shape.iter().map(|&n| 64 - n.saturating_sub(1).leading_zeros()).sum();
