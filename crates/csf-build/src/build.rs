@@ -72,6 +72,13 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
         "the builder broke a storage invariant: {:?}",
         csf_validate::validate_view(tensor.view()).err()
     );
+    // Auto estimated the size from all input entries; report what is stored
+    // (duplicates merged and zeros dropped make it smaller).
+    let auto = auto.map(|mut choice| {
+        choice.index_bytes =
+            tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum();
+        choice
+    });
     Ok(Built { tensor, auto, removed })
 }
 
@@ -233,21 +240,25 @@ impl<'j> Keyer<'j> {
                 let rank = self.job.layout.rank;
                 let rows = flat[range.start * rank..range.end * rank].chunks_exact(rank);
                 for (entry, row) in range.zip(rows) {
+                    // Bounds first: a coordinate outside the shape is an
+                    // input error even on an entry that is dropped as zero.
+                    let (key, in_bounds) = self.pack(levels, |d| row[d]);
+                    ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
                     }
-                    let (key, in_bounds) = self.pack(levels, |d| row[d]);
-                    ok &= in_bounds;
                     f(key, entry);
                 }
             }
             Indices::Columnar(cols) => {
                 for entry in range {
+                    // Bounds first: a coordinate outside the shape is an
+                    // input error even on an entry that is dropped as zero.
+                    let (key, in_bounds) = self.pack(levels, |d| cols[d][entry]);
+                    ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
                     }
-                    let (key, in_bounds) = self.pack(levels, |d| cols[d][entry]);
-                    ok &= in_bounds;
                     f(key, entry);
                 }
             }
@@ -317,11 +328,6 @@ impl Job<'_> {
         !self.options.drop_zeros || !self.slots.is_zero(entry)
     }
 
-    /// The first kept entry outside the shape, in input order.
-    fn check_kept_bounds(&self) -> Result<(), BuildError> {
-        (0..self.source.len).filter(|&i| self.keep(i)).try_for_each(|i| self.key_check(i))
-    }
-
     /// Sorts the keys (the values come along, see `sort.rs`), counting each
     /// bucket's nodes per level while it is in cache; then prefix sums of
     /// those counts give every chunk of buckets its place in each output
@@ -354,7 +360,7 @@ impl Job<'_> {
         let sorted =
             sort_from(&keyer, Some(payload), layout.position_bits, layout.total_bits(), parallel, visit);
         let Ok(Sorted { mut keys, slots: mut values, starts, mut visits, top_shift }) = sorted else {
-            self.check_kept_bounds()?;
+            check_bounds(self.source)?;
             // Not reached: the sort gives up only on a coordinate outside the shape.
             return self.run_by_comparison();
         };
@@ -664,10 +670,8 @@ impl Job<'_> {
     fn run_by_comparison(&self) -> Result<Output, BuildError> {
         let tuple = |entry: usize, level: usize| self.source.coord(entry, self.mode_order[level] as usize);
         let rank = self.mode_order.len();
+        check_bounds(self.source)?;
         let mut order: Vec<usize> = (0..self.source.len).filter(|&i| self.keep(i)).collect();
-        if let Some(first_bad) = order.iter().find_map(|&i| self.key_check(i).err()) {
-            return Err(first_bad);
-        }
         order.sort_by(|&a, &b| {
             (0..rank)
                 .map(|l| tuple(a, l).cmp(&tuple(b, l)))
@@ -698,17 +702,6 @@ impl Job<'_> {
             self.slots.add_into(&mut values, dst, src)?;
         }
         Ok((levels.finish(), values))
-    }
-
-    fn key_check(&self, entry: usize) -> Result<(), BuildError> {
-        for &dim in self.mode_order {
-            let dim = dim as usize;
-            let (coord, extent) = (self.source.coord(entry, dim), self.source.shape[dim]);
-            if coord >= extent {
-                return Err(BuildError::OutOfBounds { entry, dim, coord, extent });
-            }
-        }
-        Ok(())
     }
 
     /// Applies the duplicate policy to `later`, a duplicate of `earlier` (input positions).

@@ -17,7 +17,7 @@ use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, reorder};
 pub use order::{AutoChoice, EXACT_MAX_RANK};
-pub use quantize::{quantize, Quantize, QuantizeError};
+pub use quantize::{quantize, Quantize, QuantizeError, MAX_CHANNELS};
 
 /// The coordinates of a COO tensor.
 #[derive(Clone, Copy, Debug)]

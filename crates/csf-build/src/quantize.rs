@@ -11,6 +11,9 @@ use hurray_format::{ElementType, QuantScheme, Quantization};
 
 use crate::BuildError;
 
+/// The most channels a per-channel scheme takes (1 GiB of `f32` scales).
+pub const MAX_CHANNELS: u64 = 1 << 28;
+
 /// How to quantize the values while building.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quantize {
@@ -107,6 +110,13 @@ pub fn quantize(tensor: OwnedCsf, spec: Quantize) -> Result<OwnedCsf, BuildError
                 .get(axis as usize)
                 .copied()
                 .ok_or(QuantizeError::Unsupported("the per-channel axis is outside the rank"))?;
+            // The format stores one scale per index of the axis, stored or not:
+            // refuse an axis whose scales alone would not fit in memory.
+            if extent > MAX_CHANNELS {
+                return Err(
+                    QuantizeError::Unsupported("the per-channel axis has more than 2^28 indices").into()
+                );
+            }
             let mut group = vec![0; nnz];
             view.for_each(|index, leaf| group[leaf] = index[axis as usize] as usize);
             (group, extent as usize)

@@ -55,14 +55,12 @@ fn integer_schemes_err_by_at_most_half_a_step() {
     for (seed, spec) in cases.into_iter().enumerate() {
         let (built, exact) = build_quantized(seed as u64, spec);
         let view = built.tensor.view();
-        let mut leaf = 0;
-        for (index, x) in &exact {
+        for (leaf, (index, x)) in exact.iter().enumerate() {
             let s = f64::from(scale_of(&built, leaf, index));
             let got = f64::from(view.get_dequantized(index).unwrap());
             // Half a step, plus the f32 rounding of the product.
             let bound = s / 2.0 * (1.0 + 1e-6) + x.abs() * 1e-6;
             assert!((got - x).abs() <= bound, "{spec:?}: {x} -> {got}, scale {s}");
-            leaf += 1;
         }
     }
 }
@@ -144,5 +142,28 @@ fn quantizing_rejects_what_the_scheme_cannot_store() {
         Quantize::Mxfp { dtype: ElementType::I8 },
     ] {
         assert!(matches!(build(&coo, &with(spec)), Err(csf_build::BuildError::Quantize(_))), "{spec:?}");
+    }
+}
+
+#[test]
+fn a_huge_per_channel_axis_is_refused_not_allocated() {
+    let shape = [1u64 << 36, 2, 2];
+    let indices = [5, 1, 1, 7, 0, 0];
+    let values = [1.0f64, 2.0];
+    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+    let quantize = Quantize::PerChannel { axis: 0, dtype: ElementType::I8, zero_point: false };
+    let options = Options { quantize: Some(quantize), ..Options::default() };
+    assert!(matches!(build(&coo, &options), Err(csf_build::BuildError::Quantize(_))));
+}
+
+#[test]
+fn dropped_zeros_still_have_their_coordinates_checked() {
+    let shape = [2u64, 2, 2];
+    let indices = [1, 1, 1, 5, 0, 0];
+    let values = [1.0f64, 0.0];
+    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+    for mode_order in [csf_build::ModeOrder::Identity, csf_build::ModeOrder::Auto] {
+        let options = Options { drop_zeros: true, mode_order, ..Options::default() };
+        assert!(matches!(build(&coo, &options), Err(csf_build::BuildError::OutOfBounds { entry: 1, .. })));
     }
 }
