@@ -7,48 +7,17 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use common::{f32_bytes, misaligned_copy, stored_nodes, view_container, Tree};
 use csf_core::{CsfView, LookupError, Value};
+use csf_testdata::alloc_count::{allocated_by, CountingAlloc};
 use csf_testdata::{reference_csf, synthetic, Distribution, Rng};
 use hurray_format::ElementType;
 use proptest::prelude::*;
 
 // ------------------------------------------------------------ allocation probe
 
-/// Counts the bytes allocated by the current thread, so that a test can show
-/// that a call allocates nothing (tests run on parallel threads).
-struct CountingAlloc;
-
-thread_local! {
-    static ALLOCATED: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to `System` unchanged; the counter is a const-initialised
-// thread-local `Cell` without destructor, whose access never allocates.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATED.try_with(|a| a.set(a.get() + layout.size()));
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract for `dealloc` is passed on as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
-
-fn allocated_by<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    let before = ALLOCATED.with(Cell::get);
-    let r = f();
-    (r, ALLOCATED.with(Cell::get) - before)
-}
 
 // ------------------------------------------------------------ the checker
 

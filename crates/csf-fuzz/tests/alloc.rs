@@ -10,45 +10,15 @@
 //! The inputs are the validation corpus, the fuzz seeds and the regression
 //! corpus (and any local fuzz corpus in `fuzz/corpus/`, which is not committed).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use csf_testdata::alloc_count::{allocated_by, CountingAlloc};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use csf_validate::Mode;
 use hurray_format::Container;
 
-/// Counts the bytes allocated by the current thread (tests run on parallel threads).
-struct CountingAlloc;
-
-thread_local! {
-    static ALLOCATED: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to `System` unchanged; the counter is a const-initialised
-// thread-local `Cell` without destructor, whose access never allocates.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATED.try_with(|a| a.set(a.get() + layout.size()));
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract for `dealloc` is passed on as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
-
-/// `f()` and the bytes it allocated on this thread (a `realloc` counts its new size).
-fn allocated_by<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    let before = ALLOCATED.with(Cell::get);
-    let r = f();
-    (r, ALLOCATED.with(Cell::get) - before)
-}
 
 /// What decoding and validation may allocate beyond the input's length.
 const SLACK: usize = 64 * 1024;

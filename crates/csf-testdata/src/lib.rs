@@ -11,6 +11,8 @@
 
 pub mod corpus;
 
+pub mod alloc_count;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
