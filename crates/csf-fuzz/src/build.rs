@@ -195,10 +195,11 @@ fn expect(case: &Case) -> Expect {
     if case.options.duplicates == Duplicates::Sum && add(ty, 0, 0).is_none() {
         return Expect::CannotSum;
     }
-    let kept: Vec<usize> = (0..case.len()).filter(|&i| case.kept(i)).collect();
-    if let Some(&first_bad) = kept.iter().find(|&&i| !case.in_shape(i)) {
+    // Every entry's coordinates are input, even a zero that `drop_zeros` drops.
+    if let Some(first_bad) = (0..case.len()).find(|&i| !case.in_shape(i)) {
         return Expect::OutOfBounds { first_bad };
     }
+    let kept: Vec<usize> = (0..case.len()).filter(|&i| case.kept(i)).collect();
     let mut map = BTreeMap::new();
     for &i in &kept {
         let value = case.raw(i);
@@ -234,7 +235,7 @@ pub(crate) fn roundtrip(case: &Case, u: &mut Unstructured<'_>) {
     match (expect(case), result) {
         (Expect::CannotSum, Err(BuildError::CannotSum(ty))) => assert_eq!(ty, case.element_type),
         (Expect::OutOfBounds { first_bad }, Err(BuildError::OutOfBounds { entry, dim, coord, extent })) => {
-            assert!(entry <= first_bad, "reported entry {entry}, but {first_bad} is the first bad one kept");
+            assert!(entry <= first_bad, "reported entry {entry}, but {first_bad} is the first bad one");
             assert_eq!((case.index(entry)[dim], case.shape[dim]), (coord, extent), "wrong culprit");
             assert!(coord >= extent, "entry {entry} is inside the shape");
         }
@@ -250,11 +251,6 @@ pub(crate) fn roundtrip(case: &Case, u: &mut Unstructured<'_>) {
         // Whether a scheme takes a type, axis, block size and values is the
         // quantizer's call; a refusal is fine, a built file is checked.
         (Expect::Built(_), Err(BuildError::Quantize(_))) if case.options.quantize.is_some() => {}
-        // Known inconsistency (docs/fuzzing.md, finding 5): with `drop_zeros`,
-        // `ModeOrder::Auto` checks the bounds of the zeros it drops, while the
-        // other mode orders skip them. Tolerated until the builder decides.
-        (_, Err(BuildError::OutOfBounds { entry, .. }))
-            if case.options.mode_order == ModeOrder::Auto && !case.kept(entry) && !case.in_shape(entry) => {}
         (expected, got) => panic!("expected {expected:?}, the builder returned {got:?}"),
     }
 }
@@ -355,16 +351,6 @@ fn check_auto(case: &Case, built: &Built) {
         );
     }
     let stored: u64 = view.levels().iter().map(|l| 8 * (l.pos.len() + l.crd.len()) as u64).sum();
-    // Known inaccuracy (docs/fuzzing.md, finding 6): `index_bytes` counts
-    // dropped zeros, and duplicates when a whole tuple needs more than 128 bits;
-    // then it is only an upper bound.
-    let tuple_bits: u32 = case.shape.iter().map(|&n| 64 - n.saturating_sub(1).leading_zeros()).sum();
-    if case.options.drop_zeros || tuple_bits > 128 {
-        assert!(choice.index_bytes >= stored, "Auto's index_bytes is below what it stores: {choice:?}");
-    } else {
-        assert_eq!(
-            choice.index_bytes, stored,
-            "Auto's index_bytes is not what it stores: {case:?} {choice:?}"
-        );
-    }
+    // `index_bytes` is what the tensor stores (finding 6 of docs/fuzzing.md, fixed).
+    assert_eq!(choice.index_bytes, stored, "Auto's index_bytes is not what it stores: {case:?} {choice:?}");
 }
