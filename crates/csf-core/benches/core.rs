@@ -1,6 +1,7 @@
 //! csf-core lookup and iteration throughput on a rank-3 tensor of 10M
 //! non-zeros (uniform and power-law), against a plain COO loop over the same
-//! data. Results and the command are recorded in `docs/benchmarks.md`.
+//! data. Lookups run one at a time (`find`) and batched (`find_many`).
+//! Results and the command are recorded in `docs/benchmarks.md`.
 //!
 //! `HURRAY_BENCH_NNZ` sets the number of generated entries (default
 //! 10_000_000; duplicates collapse, so the stored nnz is a little lower).
@@ -125,6 +126,20 @@ fn lookups(c: &mut Criterion<Clock>, data: &Data) {
                         black_box(leaf);
                     }
                 }
+                assert_eq!(hits, if want_hit { BATCH } else { 0 });
+                hits
+            })
+        });
+        // The same queries through `find_many`, which runs groups of them in
+        // lockstep so that their cache misses overlap.
+        let mut offset = 0;
+        let mut out = vec![Ok(None); BATCH];
+        group.bench_function(format!("{kind}_batched"), |b| {
+            b.iter(|| {
+                let batch = &queries[offset..offset + BATCH];
+                offset = (offset + BATCH) % (queries.len() - queries.len() % BATCH);
+                assert_eq!(view.find_many(black_box(batch.as_flattened()), &mut out), BATCH);
+                let hits = out.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
                 assert_eq!(hits, if want_hit { BATCH } else { 0 });
                 hits
             })

@@ -205,8 +205,10 @@ impl<'a> CsfView<'a> {
 
     /// Calls `f(logical index, leaf position)` for every non-zero in leaf
     /// order. The fastest way to visit the tensor: the two innermost levels
-    /// run as flat nested loops over their fibers. Same bounds as [`Cursor`],
-    /// and the same entries, even on data that breaks the storage invariants.
+    /// run as flat loops over their fibers (on native arrays whose leaf `pos`
+    /// is well formed, as one loop over the leaves). Same bounds as
+    /// [`Cursor`], and the same entries, even on data that breaks the storage
+    /// invariants.
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
         self.walk::<true>(f);
     }
@@ -217,6 +219,14 @@ impl<'a> CsfView<'a> {
         self.walk::<false>(f);
     }
 
+    // `walk` is only a hint, but `scan` and `flat` are always inlined into
+    // it: with the whole walk in one function, the compiler keeps a closure's
+    // captured accumulators in registers. With `scan` out of line it loaded
+    // and stored them at every entry (two `&mut` captures that it cannot prove
+    // distinct): 331 against 456 M entries/s on the benchmark's index + sum
+    // loop. Inlining `walk` itself too (`inline(always)`) cost the loop that
+    // ignores the index a factor of three.
+    #[inline]
     fn walk<const LOGICAL: bool>(&self, mut f: impl FnMut(&[u64], usize)) {
         let rank = self.rank();
         let (Some(last), Some(mid)) = (rank.checked_sub(1), rank.checked_sub(2)) else { return };
@@ -252,8 +262,8 @@ impl<'a> CsfView<'a> {
 /// One of the two innermost levels in [`CsfView::walk`].
 struct Fiberwise<'a> {
     level: crate::view::Level<'a>,
-    /// `crd_L`'s bytes, read in place by the flat loops below (the
-    /// `U64Array` accessors that would do it are not inlined across crates).
+    /// `crd_L`'s bytes, read in place by the nested loops of `scan` (which
+    /// take any array, aligned or not).
     crd: &'a [u8],
     /// Where this level's coordinate goes in the output index.
     slot: usize,
@@ -299,10 +309,13 @@ struct Fibers<'a> {
 
 impl Fibers<'_> {
     /// Visits the children of `parent` (a node of level rank-3, or the root
-    /// at rank 2) and, for each, its leaf fiber.
-    #[inline]
+    /// at rank 2) and, for each, its leaf fiber. (Always inlined: see `walk`.)
+    #[inline(always)]
     fn scan(&mut self, parent: usize, f: &mut impl FnMut(&[u64], usize)) {
         let (start, crd) = self.mid.open(parent);
+        if self.flat(start, crd.len() / 8, f) {
+            return;
+        }
         for (i, c) in coords(crd).enumerate() {
             if let Some(slot) = self.out.get_mut(self.mid.slot) {
                 *slot = c;
@@ -314,6 +327,185 @@ impl Fibers<'_> {
                 }
                 f(self.out.get(..self.rank).unwrap_or(&[]), leaf_start + j);
             }
+        }
+    }
+
+    /// The fast path of [`Fibers::scan`] for the mid nodes `start..start + count`
+    /// (their slice, already opened): `false`, having done nothing, unless the
+    /// arrays are native and the leaf level's `pos_L[start..=start + count]`
+    /// is strictly increasing, starts at or past the leaf high-water mark and
+    /// ends within `crd_L`. Then every clamp of the nested loops is a no-op
+    /// and every leaf fiber is non-empty, so the leaves `pos_L[start]..
+    /// pos_L[start + count]` are visited in one flat loop that moves to the
+    /// next mid node at each fiber boundary, without a branch: the same
+    /// entries in the same order, without the nested loops' mispredicted exit
+    /// per fiber (leaf fibers hold 2.7 entries on average in the uniform
+    /// benchmark tensor, so that exit dominated: 240 against 440 M entries/s
+    /// there, with the inlining described at `walk`).
+    #[inline(always)]
+    fn flat(&mut self, start: usize, count: usize, f: &mut impl FnMut(&[u64], usize)) -> bool {
+        let (Some(pos), Some(leaves), Some(mids)) = (
+            self.leaf.level.pos.as_native(),
+            self.leaf.level.crd.as_native(),
+            self.mid.level.crd.as_native(),
+        ) else {
+            return false;
+        };
+        let (Some(pos), Some(mids)) = (pos.get(start..start + count + 1), mids.get(start..start + count))
+        else {
+            return false;
+        };
+        let (Some(&first), Some(&last)) = (pos.first(), pos.last()) else { return false };
+        if count == 0 {
+            return true;
+        }
+        let (Ok(first), Ok(last)) = (usize::try_from(first), usize::try_from(last)) else { return false };
+        if first < self.leaf.high || !strictly_increasing(pos) {
+            return false;
+        }
+        // Fails when `last` is past the end of `crd_L`.
+        let Some(leaves) = leaves.get(first..last) else { return false };
+        let mut out = self.out;
+        let (mid_slot, leaf_slot) = (self.mid.slot.min(MAX_RANK), self.leaf.slot.min(MAX_RANK));
+        let rank = self.rank.min(MAX_RANK);
+        // Mid node `i` (of the slice) owns leaves `pos[i]..pos[i + 1]`.
+        let mut i = 0usize;
+        let mut next = pos.get(1).copied().unwrap_or(u64::MAX);
+        for (leaf, &c) in (first..).zip(leaves) {
+            // Past the end of fiber `i` (they are non-empty: one step at most).
+            i += usize::from(leaf as u64 == next);
+            next = pos.get(i + 1).copied().unwrap_or(u64::MAX);
+            if let Some(slot) = out.get_mut(mid_slot) {
+                *slot = mids.get(i).copied().unwrap_or(0);
+            }
+            if let Some(slot) = out.get_mut(leaf_slot) {
+                *slot = c;
+            }
+            f(out.get(..rank).unwrap_or(&[]), leaf);
+        }
+        self.leaf.high = last;
+        true
+    }
+}
+
+/// Whether `v` is strictly increasing (a loop without early exit, which the
+/// compiler vectorises).
+#[inline]
+fn strictly_increasing(v: &[u64]) -> bool {
+    v.iter().zip(v.get(1..).unwrap_or(&[])).fold(true, |ok, (a, b)| ok & (a < b))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use crate::lookup::testing::Arrays;
+    use crate::view::CsfView;
+
+    type Seen = Vec<(Vec<u64>, usize)>;
+
+    fn for_each(view: &CsfView<'_>, logical: bool) -> Seen {
+        let mut seen = Vec::new();
+        let push = |index: &[u64], leaf| seen.push((index.to_vec(), leaf));
+        if logical {
+            view.for_each(push);
+        } else {
+            view.for_each_stored(push);
+        }
+        seen
+    }
+
+    fn cursor(view: &CsfView<'_>, logical: bool) -> Seen {
+        let mut seen = Vec::new();
+        let mut cursor = view.cursor();
+        while cursor.advance() {
+            seen.push(((if logical { cursor.index() } else { cursor.coords() }).to_vec(), cursor.leaf()));
+        }
+        seen
+    }
+
+    /// `for_each` on native arrays (which may take the flat path) against
+    /// `for_each` on a misaligned copy (never flat) and the cursor.
+    fn check(arrays: &Arrays) -> Seen {
+        let view = arrays.view();
+        let bytes = arrays.misaligned();
+        let unaligned = arrays.view_of(&bytes);
+        for logical in [false, true] {
+            let seen = for_each(&view, logical);
+            assert_eq!(seen, for_each(&unaligned, logical), "flat and nested paths differ");
+            assert_eq!(seen, cursor(&view, logical), "for_each and cursor differ");
+        }
+        for_each(&view, true)
+    }
+
+    #[test]
+    fn flat_path_on_valid_trees() {
+        assert_eq!(check(&Arrays::spec_example()).len(), 4);
+        for (shape, order, skew) in [
+            (&[6u64, 30, 20][..], &[0u32, 1, 2][..], None),
+            (&[6, 30, 20], &[2, 0, 1], Some(3.0)),
+            (&[4, 5, 6, 7], &[3, 1, 0, 2], None),
+            (&[4, 5, 6, 7], &[0, 1, 2, 3], Some(2.0)),
+        ] {
+            let arrays = Arrays::synthetic(shape, order, 800, skew, 3);
+            let seen = check(&arrays);
+            assert_eq!(seen.len(), arrays.levels.last().unwrap().1.len());
+            assert!(seen.iter().enumerate().all(|(i, (_, leaf))| i == *leaf));
+        }
+    }
+
+    #[test]
+    fn flat_path_declines_what_the_clamps_would_change() {
+        let example = |leaf_pos: Vec<u64>| {
+            let mut arrays = Arrays::spec_example();
+            arrays.levels[2].0 = leaf_pos;
+            arrays
+        };
+        // An empty leaf fiber, a decreasing pos, one past the end of crd, a
+        // start past 0, and a pos too short for the window.
+        for pos in [vec![0, 1, 1, 4], vec![0, 2, 1, 4], vec![0, 1, 2, 9], vec![1, 2, 3, 4], vec![0, 1, 2]] {
+            check(&example(pos));
+        }
+        // The second level-0 node's window, pos_2[2..=3] = [2, 6], is
+        // increasing but starts below the leaf high-water mark (5) that the
+        // first one's malformed window [0, 5, 2] left: the nested loops clamp
+        // it to leaf 5 alone, where a flat loop would replay leaves 2..5.
+        let arrays = Arrays::new(
+            &[2, 3, 9],
+            &[0, 1, 2],
+            vec![
+                (vec![0, 2], vec![0, 1]),
+                (vec![0, 2, 3], vec![0, 1, 2]),
+                (vec![0, 5, 2, 6], vec![0, 1, 2, 3, 4, 5]),
+            ],
+        );
+        let seen = check(&arrays);
+        assert_eq!(seen.iter().map(|(_, leaf)| *leaf).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(seen.last().unwrap().0, [1, 2, 5]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Valid trees with a few `pos` entries of the last two levels
+        /// overwritten: the flat path must take exactly the windows that the
+        /// nested loops would walk unclamped.
+        #[test]
+        fn flat_path_on_damaged_trees(
+            seed in any::<u64>(),
+            rank4 in any::<bool>(),
+            damage in prop::collection::vec((any::<bool>(), any::<prop::sample::Index>(), 0u64..40), 1..4),
+        ) {
+            let shape: &[u64] = if rank4 { &[3, 4, 5, 6] } else { &[4, 6, 9] };
+            let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
+            let mut arrays = Arrays::synthetic(shape, &order, 120, None, seed);
+            let rank = shape.len();
+            for (leaf, at, value) in damage {
+                let pos = &mut arrays.levels[if leaf { rank - 1 } else { rank - 2 }].0;
+                let i = at.index(pos.len());
+                pos[i] = value;
+            }
+            check(&arrays);
         }
     }
 }

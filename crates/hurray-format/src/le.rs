@@ -13,11 +13,16 @@ pub struct U64Array<'a> {
     bytes: &'a [u8],
 }
 
+// Every method is `#[inline]`: they are a few instructions each and run per
+// element in other crates' loops (csf-core's lookups, cursor and fibers).
+// Without the attribute, `slice` and `as_native` were out-of-line calls in
+// csf-core's benchmark binary (no LTO), one per binary search.
 impl<'a> U64Array<'a> {
     /// The empty array.
     pub const EMPTY: U64Array<'static> = U64Array { bytes: &[] };
 
     /// The array over `bytes`, or `None` when their length is not a multiple of 8.
+    #[inline]
     pub fn new(bytes: &'a [u8]) -> Option<Self> {
         (bytes.len() % 8 == 0).then_some(Self { bytes })
     }
@@ -25,6 +30,7 @@ impl<'a> U64Array<'a> {
     /// The array over words that already hold little-endian representations
     /// (`x.to_le()`), e.g. an owned array kept in file byte order. Always
     /// zero-copy, on any machine.
+    #[inline]
     pub fn from_le_words(words: &'a [u64]) -> Self {
         Self { bytes: bytemuck::cast_slice(words) }
     }
@@ -32,28 +38,33 @@ impl<'a> U64Array<'a> {
     /// The array over native `u64`s (as little-endian bytes on little-endian
     /// machines). On a big-endian machine the bytes would be read back swapped,
     /// so there this returns `None`: build the array from LE bytes instead.
+    #[inline]
     pub fn from_native(values: &'a [u64]) -> Option<Self> {
         cfg!(target_endian = "little").then(|| Self { bytes: bytemuck::cast_slice(values) })
     }
 
     /// The array over the whole 8-byte words of `bytes`, ignoring a partial tail.
     /// Permissive readers use it so that a mis-sized buffer is still safe to read.
+    #[inline]
     pub fn truncating(bytes: &'a [u8]) -> Self {
         let whole = bytes.len() - bytes.len() % 8;
         Self { bytes: bytes.get(..whole).unwrap_or(&[]) }
     }
 
     /// The number of elements.
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len() / 8
     }
 
     /// Whether the array is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
 
     /// The underlying bytes.
+    #[inline]
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -69,6 +80,7 @@ impl<'a> U64Array<'a> {
     }
 
     /// The sub-array `start..end` (clamped to the array), never panicking.
+    #[inline]
     pub fn slice(&self, start: usize, end: usize) -> Self {
         let end = end.min(self.len());
         let start = start.min(end);
@@ -77,6 +89,7 @@ impl<'a> U64Array<'a> {
 
     /// The elements as native `u64`s without copying, when the machine is
     /// little-endian and the bytes are 8-byte aligned in memory.
+    #[inline]
     pub fn as_native(&self) -> Option<&'a [u64]> {
         if cfg!(target_endian = "little") {
             bytemuck::try_cast_slice(self.bytes).ok()
@@ -86,6 +99,7 @@ impl<'a> U64Array<'a> {
     }
 
     /// The elements in order.
+    #[inline]
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + 'a {
         self.bytes.chunks_exact(8).map(|chunk| {
             let mut raw = [0u8; 8];
