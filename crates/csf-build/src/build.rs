@@ -2,7 +2,8 @@
 //! and each sorted bucket's nodes are counted while it is in cache), then one
 //! pass over the sorted keys that writes every level, in parallel chunks.
 
-use csf_core::{CsfView, OwnedCsf};
+use csf_core::{CsfView, OwnedCsf, OwnedQuantization};
+use hurray_format::{QuantScheme, Quantization};
 
 use std::ops::Range;
 
@@ -13,7 +14,7 @@ use crate::key::{Key, Layout};
 use crate::order::choose;
 use crate::sort::{chunks, copy_slot, sort_from, KeySource, Payload, Sorted};
 use crate::values::Slots;
-use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Source};
+use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize, Source};
 
 /// Builds a CSF tensor from COO input.
 ///
@@ -85,9 +86,31 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
 /// Re-orders an existing tensor to another mode order, without going through a
 /// dense array: its entries are read in leaf order and rebuilt.
 ///
+/// Every value keeps its meaning. A quantized tensor stays quantized with the
+/// same scheme:
+/// - per-tensor and per-channel: a leaf's group does not depend on the leaf
+///   order (it is 0, or a coordinate), so the codes move with their entries
+///   and the parameter buffers are carried over unchanged: the values are
+///   bit-for-bit the same;
+/// - per-block, NF4 and MXFP: a block is a run of consecutive leaves, which
+///   a new order regroups, so the tensor is re-quantized from its dequantized
+///   values with the same scheme, element type, block size and zero-point
+///   choice, as [`quantize`](crate::quantize()) writes it (`f32` scales, or
+///   E8M0 for MXFP). Each value then differs from the one before by at most
+///   the scheme's rounding error in its new block.
+///
 /// # Errors
-/// As [`build`] (a duplicate can only come from unvalidated input).
+/// As [`build`] (a duplicate can only come from unvalidated input);
+/// [`BuildError::MissingValue`] when a stored leaf has no value (unvalidated
+/// input); [`BuildError::Quantize`] when re-quantizing meets a value that is
+/// not finite (an MXFP block whose scale is NaN, say).
 pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrder, parallel: bool) -> Result<Built, BuildError> {
+    let options = Options { mode_order, parallel, ..Options::default() };
+    let quantization = view.quantization();
+    let scheme = quantization.map(|q| q.scheme);
+    if matches!(scheme, Some(QuantScheme::PerBlock | QuantScheme::Nf4 | QuantScheme::Mxfp)) {
+        return requantize(view, &options);
+    }
     let mut indices = Vec::with_capacity(view.nnz() as usize * view.rank());
     let mut leaves = Vec::with_capacity(view.nnz() as usize);
     view.for_each(|index, leaf| {
@@ -95,24 +118,71 @@ pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrder, parallel: bool) -> Res
         leaves.push(leaf as u64);
     });
     let values = view.values();
-    let slots = Slots::new(values.element_type(), values.as_bytes(), values.capacity());
-    // Leaves past the values buffer (unvalidated input) read as zero.
-    let in_range: Vec<u64> =
-        leaves.iter().map(|&l| l.min(values.capacity().saturating_sub(1) as u64)).collect();
-    let packed = slots.pack(slots.gather(if values.capacity() == 0 { &[] } else { &in_range }, parallel));
-    let packed = if packed.len() as u64 == values.element_type().values_len(leaves.len() as u64).unwrap_or(0)
-    {
-        packed
-    } else {
-        vec![0; values.element_type().values_len(leaves.len() as u64).unwrap_or(0) as usize]
-    };
+    // Only leaves below nnz hold values (the descriptor's nnz is authoritative);
+    // a longer leaf level or a short buffer is unvalidated input, refused
+    // rather than filled with made-up values.
+    let have = values.capacity().min(usize::try_from(view.nnz()).unwrap_or(usize::MAX));
+    if let Some(&leaf) = leaves.iter().find(|&&l| l >= have as u64) {
+        return Err(BuildError::MissingValue { leaf });
+    }
+    let slots = Slots::new(values.element_type(), values.as_bytes(), have);
     let coo = Coo {
         shape: view.shape(),
         indices: Indices::RowMajor(&indices),
         element_type: values.element_type(),
-        values: packed.into(),
+        values: slots.pack(slots.gather(&leaves, parallel)).into(),
     };
-    build(&coo, &Options { mode_order, parallel, ..Options::default() })
+    let built = build(&coo, &options)?;
+    // Per-tensor and per-channel parameters do not depend on leaf order.
+    Ok(match quantization {
+        Some(q) => Built {
+            tensor: built.tensor.with_quantization(OwnedQuantization {
+                section: Quantization {
+                    scheme: q.scheme,
+                    axis: q.axis as u32,
+                    block_size: q.block_size,
+                    scale_type: q.scales.element_type(),
+                    zero_point_type: q.zero_points.map(|z| z.element_type()),
+                },
+                scales: q.scales.as_bytes().to_vec(),
+                zero_points: q.zero_points.map(|z| z.as_bytes().to_vec()),
+            }),
+            ..built
+        },
+        None => built,
+    })
+}
+
+/// [`reorder`] for the block schemes: rebuild the dequantized values in the
+/// new order, then quantize them again with the same scheme.
+fn requantize(view: &CsfView<'_>, options: &Options) -> Result<Built, BuildError> {
+    let Some(q) = view.quantization() else { return Err(BuildError::MissingValue { leaf: 0 }) };
+    let spec = match q.scheme {
+        QuantScheme::Nf4 => Quantize::Nf4 { block_size: q.block_size },
+        QuantScheme::Mxfp => Quantize::Mxfp { dtype: view.element_type() },
+        _ => Quantize::PerBlock {
+            block_size: q.block_size,
+            dtype: view.element_type(),
+            zero_point: q.zero_points.is_some(),
+        },
+    };
+    let mut indices = Vec::with_capacity(view.nnz() as usize * view.rank());
+    let mut values = Vec::with_capacity(view.nnz() as usize);
+    let mut missing = None;
+    view.for_each(|index, leaf| {
+        match view.value_f32(leaf, index) {
+            Some(v) => values.push(v),
+            None => {
+                missing.get_or_insert(leaf as u64);
+            }
+        }
+        indices.extend_from_slice(index);
+    });
+    if let Some(leaf) = missing {
+        return Err(BuildError::MissingValue { leaf });
+    }
+    let coo = Coo::new(view.shape(), Indices::RowMajor(&indices), &values);
+    build(&coo, &Options { quantize: Some(spec), ..options.clone() })
 }
 
 fn entry_count(coo: &Coo<'_>, rank: usize) -> Result<usize, BuildError> {
@@ -862,7 +932,7 @@ mod tests {
                 let levels: Levels =
                     view.levels().iter().map(|l| (l.pos.iter().collect(), l.crd.iter().collect())).collect();
                 assert_eq!(levels, want.levels, "{element_type:?} parallel={parallel}");
-                let got: Vec<f64> = (0..want.nnz()).map(|i| view.values().get_f64(i).unwrap()).collect();
+                let got: Vec<f64> = (0..want.nnz()).map(|i| view.values().get_raw_f64(i).unwrap()).collect();
                 assert_eq!(got, want.values, "{element_type:?} parallel={parallel}");
             }
         }
@@ -881,7 +951,7 @@ mod tests {
         for parallel in [false, true] {
             let built = build(&input, &options(&[0, 1, 2, 3], Duplicates::Last, parallel)).unwrap();
             let view = built.tensor.view();
-            let got: Vec<f64> = (0..want.nnz()).map(|i| view.values().get_f64(i).unwrap()).collect();
+            let got: Vec<f64> = (0..want.nnz()).map(|i| view.values().get_raw_f64(i).unwrap()).collect();
             assert_eq!(got, want.values, "u4 parallel={parallel}");
         }
     }

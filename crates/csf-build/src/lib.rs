@@ -170,6 +170,14 @@ pub enum BuildError {
     /// Quantization failed.
     #[error(transparent)]
     Quantize(#[from] QuantizeError),
+    /// A stored leaf of the tensor being re-ordered has no value (its
+    /// position is not below `nnz`, or its quantization group has no
+    /// parameters): possible only on unvalidated input.
+    #[error("leaf {leaf} has no value (the tensor was not validated)")]
+    MissingValue {
+        /// The leaf position.
+        leaf: u64,
+    },
     /// [`Duplicates::Sum`] on a type without exact addition here.
     #[error("cannot sum duplicate {0} values; choose first, last or error")]
     CannotSum(ElementType),
@@ -223,7 +231,7 @@ pub fn statistics(view: &CsfView<'_>) -> Statistics {
         view.for_each_dequantized(|_, v| see(f64::from(v)));
     } else {
         let values = view.values();
-        (0..nnz as usize).filter_map(|leaf| values.get_f64(leaf)).for_each(&mut see);
+        (0..nnz as usize).filter_map(|leaf| values.get_raw_f64(leaf)).for_each(&mut see);
     }
     Statistics { nnz, sparsity_ratio, min, max }
 }

@@ -71,7 +71,8 @@ pub enum QuantizeError {
     },
 }
 
-/// Quantizes `tensor`'s values (any real-valued type) with `spec`.
+/// Quantizes `tensor`'s values (any real-valued type) with `spec`. A tensor
+/// that is already quantized is re-quantized from its dequantized values.
 ///
 /// # Errors
 /// [`QuantizeError`] for an unsupported type, axis or block size, or a
@@ -79,13 +80,22 @@ pub enum QuantizeError {
 pub fn quantize(tensor: OwnedCsf, spec: Quantize) -> Result<OwnedCsf, BuildError> {
     let view = tensor.view();
     let nnz = view.nnz() as usize;
-    let mut x = Vec::with_capacity(nnz);
-    for leaf in 0..nnz {
-        let value = view.values().get_f64(leaf).unwrap_or(f64::NAN);
-        if !value.is_finite() {
-            return Err(QuantizeError::NotFinite { leaf, value }.into());
-        }
-        x.push(value);
+    // The values the tensor means: for a tensor that is already quantized,
+    // its dequantized values (never its codes), so that re-quantizing keeps
+    // every value's meaning.
+    let x: Vec<f64> = if view.quantization().is_some() {
+        let mut x = vec![f64::NAN; nnz];
+        view.for_each(|index, leaf| {
+            if let (Some(slot), Some(v)) = (x.get_mut(leaf), view.value_f64(leaf, index)) {
+                *slot = v;
+            }
+        });
+        x
+    } else {
+        (0..nnz).map(|leaf| view.values().get_raw_f64(leaf).unwrap_or(f64::NAN)).collect()
+    };
+    if let Some((leaf, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(QuantizeError::NotFinite { leaf, value }.into());
     }
     let (scheme, axis, block_size, dtype, zero_point) = match spec {
         Quantize::PerTensor { dtype, zero_point } => (QuantScheme::PerTensor, 0, 0, dtype, zero_point),

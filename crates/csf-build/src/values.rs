@@ -59,7 +59,7 @@ impl<'a> Slots<'a> {
             // A single unpacked code sits in the low bits, like element 0 of a packed byte.
             Packing::SubByte { .. } => &raw[..1],
         };
-        csf_core::Values::new(self.element_type, packed).get_f64(0) == Some(0.0)
+        csf_core::Values::new(self.element_type, packed).get_raw_f64(0) == Some(0.0)
     }
 
     /// The slots of `positions`, in that order.

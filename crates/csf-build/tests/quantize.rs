@@ -1,7 +1,7 @@
 //! Quantizing while building (docs/format.md § 5.7): error bounds against the
 //! float input, the published tables, and strict validity of the files.
 
-use csf_build::{build, Built, Coo, Duplicates, Indices, Options, Quantize};
+use csf_build::{build, reorder, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize};
 use csf_core::scalar;
 use csf_testdata::{synthetic, Distribution, Rng};
 use hurray_format::{Container, ElementType, QuantScheme};
@@ -21,7 +21,7 @@ fn build_quantized(seed: u64, quantize: Quantize) -> (Built, Vec<(Vec<u64>, f64)
     let plain = build(&coo, &Options { duplicates: Duplicates::Last, ..Options::default() }).unwrap();
     let mut exact = Vec::new();
     plain.tensor.view().for_each(|index, leaf| {
-        exact.push((index.to_vec(), plain.tensor.view().values().get_f64(leaf).unwrap()))
+        exact.push((index.to_vec(), plain.tensor.view().values().get_raw_f64(leaf).unwrap()))
     });
     let options = Options { duplicates: Duplicates::Last, quantize: Some(quantize), ..Options::default() };
     let built = build(&coo, &options).unwrap();
@@ -38,7 +38,7 @@ fn build_quantized(seed: u64, quantize: Quantize) -> (Built, Vec<(Vec<u64>, f64)
 fn scale_of(built: &Built, leaf: usize, index: &[u64]) -> f32 {
     let view = built.tensor.view();
     let q = view.quantization().unwrap();
-    q.scales.get_f64(q.group(leaf, index).unwrap()).unwrap() as f32
+    q.scales.get_raw_f64(q.group(leaf, index).unwrap()).unwrap() as f32
 }
 
 #[test]
@@ -76,8 +76,8 @@ fn nf4_picks_the_nearest_level_of_the_published_table() {
     let q = view.quantization().unwrap();
     assert_eq!(q.scheme, QuantScheme::Nf4);
     for (leaf, (index, x)) in exact.iter().enumerate() {
-        let absmax = q.scales.get_f64(leaf / 64).unwrap();
-        let csf_core::Value::Nf4(code) = view.values().get(leaf).unwrap() else { panic!("not nf4") };
+        let absmax = q.scales.get_raw_f64(leaf / 64).unwrap();
+        let csf_core::Value::Nf4(code) = view.values().get_raw(leaf).unwrap() else { panic!("not nf4") };
         let target = x / absmax;
         let dist = |c: usize| (f64::from(scalar::NF4_TABLE[c]) - target).abs();
         assert!((0..16).all(|c| dist(usize::from(code)) <= dist(c) + 1e-12), "{x}: code {code}");
@@ -108,7 +108,7 @@ fn mxfp_shares_an_ocp_scale_per_32_leaves_and_rounds_elements_to_nearest() {
         for block in exact.chunks(32).enumerate() {
             let (b, entries) = block;
             let absmax = entries.iter().map(|(_, x)| x.abs()).fold(0.0, f64::max);
-            let csf_core::Value::E8M0(code) = q.scales.get(b).unwrap() else { panic!("not e8m0") };
+            let csf_core::Value::E8M0(code) = q.scales.get_raw(b).unwrap() else { panic!("not e8m0") };
             let e = i32::from(code) - 127;
             if absmax > 0.0 {
                 assert_eq!(e, absmax.log2().floor() as i32 - emax, "{dtype}: block {b}");
@@ -166,4 +166,132 @@ fn dropped_zeros_still_have_their_coordinates_checked() {
         let options = Options { drop_zeros: true, mode_order, ..Options::default() };
         assert!(matches!(build(&coo, &options), Err(csf_build::BuildError::OutOfBounds { entry: 1, .. })));
     }
+}
+
+/// The largest change re-ordering may make to the value at `index` (leaf
+/// `leaf` of the re-ordered tensor): none where the parameters carry over,
+/// the scheme's rounding error in the new group where it re-quantizes.
+fn reorder_bound(after: &Built, leaf: usize, index: &[u64], was: f64) -> f64 {
+    let view = after.tensor.view();
+    let q = view.quantization().expect("still quantized");
+    let param = q.scales.get_raw_f64(q.group(leaf, index).unwrap()).unwrap();
+    match q.scheme {
+        QuantScheme::PerTensor | QuantScheme::PerChannel => 0.0,
+        QuantScheme::PerBlock => param / 2.0 * (1.0 + 1e-6) + was.abs() * 1e-6,
+        // Half the widest gap of the NF4 table (between -1 and -0.696...).
+        QuantScheme::Nf4 => param * 0.1520 + param.abs() * 1e-6,
+        QuantScheme::Mxfp => {
+            // Two steps of the format's top binade, at the block's scale: the
+            // rounding, or the saturation above its largest finite value.
+            let (emax, mantissa) = match view.element_type() {
+                ElementType::F8E4M3 => (8, 3),
+                ElementType::F8E5M2 => (15, 2),
+                ElementType::F6E2M3 => (2, 3),
+                ElementType::F6E3M2 => (4, 2),
+                _ => (2, 1),
+            };
+            param * 2f64.powi(emax - mantissa) * 2.0
+        }
+    }
+}
+
+#[test]
+fn reorder_keeps_every_quantized_value_within_the_schemes_bound() {
+    let schemes = [
+        Quantize::PerTensor { dtype: ElementType::I8, zero_point: false },
+        Quantize::PerTensor { dtype: ElementType::U8, zero_point: true },
+        Quantize::PerTensor { dtype: ElementType::F8E4M3, zero_point: false },
+        Quantize::PerChannel { axis: 1, dtype: ElementType::I8, zero_point: false },
+        Quantize::PerChannel { axis: 2, dtype: ElementType::I4, zero_point: true },
+        Quantize::PerBlock { block_size: 32, dtype: ElementType::I8, zero_point: false },
+        Quantize::PerBlock { block_size: 7, dtype: ElementType::U4, zero_point: true },
+        Quantize::Nf4 { block_size: 64 },
+        Quantize::Mxfp { dtype: ElementType::F8E4M3 },
+        Quantize::Mxfp { dtype: ElementType::F8E5M2 },
+        Quantize::Mxfp { dtype: ElementType::F6E2M3 },
+        Quantize::Mxfp { dtype: ElementType::F6E3M2 },
+        Quantize::Mxfp { dtype: ElementType::F4E2M1 },
+    ];
+    for (seed, spec) in schemes.into_iter().enumerate() {
+        let (built, exact) = build_quantized(40 + seed as u64, spec);
+        let before = built.tensor.view();
+        for order in [vec![2, 0, 1], vec![1, 2, 0]] {
+            let after = reorder(&before, ModeOrder::Explicit(order.clone()), false).unwrap();
+            let view = after.tensor.view();
+            assert_eq!(view.mode_order(), order.as_slice());
+            let (q0, q1) = (
+                before.quantization().unwrap(),
+                view.quantization().unwrap_or_else(|| panic!("{spec:?}: quantization lost")),
+            );
+            assert_eq!((q1.scheme, view.element_type()), (q0.scheme, before.element_type()), "{spec:?}");
+            assert_eq!(q1.zero_points.is_some(), q0.zero_points.is_some(), "{spec:?}");
+            // The file is strictly valid, and reads back the same.
+            let bytes = after.to_bytes(true).unwrap();
+            let read = csf_validate::validate(&Container::decode(&bytes).unwrap()).unwrap();
+            let mut seen = 0;
+            view.for_each(|index, leaf| {
+                let was = f64::from(before.get_dequantized(index).unwrap());
+                let now = f64::from(view.get_dequantized(index).unwrap());
+                let bound = reorder_bound(&after, leaf, index, was);
+                assert!(
+                    (now - was).abs() <= bound,
+                    "{spec:?} {order:?} at {index:?}: {was} -> {now} (bound {bound})"
+                );
+                assert_eq!(read.get_f64(index).unwrap(), now, "{spec:?}: get_f64 is the dequantized value");
+                seen += 1;
+            });
+            assert_eq!(seen, exact.len(), "{spec:?}: every entry kept");
+        }
+    }
+}
+
+#[test]
+fn reorder_of_a_per_tensor_tensor_keeps_the_codes_and_parameters() {
+    // The report of issue 11: 100.0 read as 127.0 after a re-order.
+    let shape = [2u64, 2, 2];
+    let indices = [0, 0, 1, 1, 1, 1];
+    let values = [1.0f64, 100.0];
+    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+    let quantize = Quantize::PerTensor { dtype: ElementType::I8, zero_point: false };
+    let built = build(&coo, &Options { quantize: Some(quantize), ..Options::default() }).unwrap();
+    let view = built.tensor.view();
+    assert_eq!(view.get_dequantized(&[1, 1, 1]).unwrap(), 100.0);
+    let moved = reorder(&view, ModeOrder::Explicit(vec![2, 1, 0]), false).unwrap();
+    let moved_view = moved.tensor.view();
+    assert_eq!(moved_view.get_dequantized(&[1, 1, 1]).unwrap(), 100.0);
+    assert_eq!(moved_view.get_f64(&[1, 1, 1]).unwrap(), 100.0);
+    assert_eq!(moved_view.get_raw(&[1, 1, 1]).unwrap(), Some(csf_core::Value::I8(127)));
+    assert_eq!(moved.tensor.quantization(), built.tensor.quantization(), "parameters carried over");
+}
+
+#[test]
+fn obvious_accessors_give_values_and_raw_ones_give_codes() {
+    // 39.0 is the largest magnitude, so its code is 127 with scale 39 / 127.
+    let shape = [2u64, 2, 2];
+    let indices = [0, 0, 1, 1, 1, 1];
+    let values = [-3.0f64, 39.0];
+    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+    let quantize = Quantize::PerTensor { dtype: ElementType::I8, zero_point: false };
+    let built = build(&coo, &Options { quantize: Some(quantize), ..Options::default() }).unwrap();
+    let view = built.tensor.view();
+    assert_eq!(view.get_f64(&[1, 1, 1]).unwrap(), 39.0);
+    assert_eq!(view.get(&[1, 1, 1]).unwrap(), Some(csf_core::Value::F32(39.0)));
+    assert_eq!(view.get_raw(&[1, 1, 1]).unwrap(), Some(csf_core::Value::I8(127)));
+    assert_eq!(view.values().get_raw_f64(1), Some(127.0));
+    let entries: Vec<_> = view.entries::<3>().unwrap().map(|(_, v)| v.unwrap().to_f64()).collect();
+    assert!((entries[0] + 3.0).abs() < 39.0 / 127.0 && entries[1] == 39.0, "{entries:?}");
+    let mut cursor = view.cursor();
+    assert!(cursor.advance() && cursor.advance());
+    assert_eq!(
+        (cursor.value(), cursor.value_raw()),
+        (Some(csf_core::Value::F32(39.0)), Some(csf_core::Value::I8(127)))
+    );
+    let coo = view.to_coo(csf_core::CooOrder::Storage);
+    assert_eq!(coo.values[1], Some(csf_core::Value::F32(39.0)));
+    let dense = view.to_dense_f64(8).unwrap();
+    assert_eq!(dense[7], 39.0);
+    assert_eq!(view.to_dense::<f32>(8).unwrap()[7], 39.0);
+    assert!(view.to_dense::<i8>(8).is_err(), "the values of a quantized tensor are f32, not its codes");
+    // Statistics describe the values too.
+    assert_eq!(built.statistics().max, Some(39.0));
 }

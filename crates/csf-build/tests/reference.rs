@@ -68,7 +68,7 @@ fn wide_keys_take_the_u128_and_comparison_paths() {
                 (vec![0, 1, 2, 4], vec![0, 7, 2, 7])
             ]
         );
-        assert_eq!(built.tensor.view().values().get_f64(3), Some(1.0));
+        assert_eq!(built.tensor.view().values().get_raw_f64(3), Some(1.0));
     }
 }
 

@@ -151,10 +151,18 @@ impl<'v, 'a> Cursor<'v, 'a> {
         self.node.get(self.view.rank().saturating_sub(1)).copied().unwrap_or(0)
     }
 
-    /// The current non-zero's value; `None` only when the leaf lies past the
-    /// values buffer (unvalidated data).
+    /// The current non-zero's value, dequantized when the tensor is
+    /// quantized (see [`CsfView::value`]); `None` only on unvalidated data
+    /// (a leaf past the values buffer, a group without parameters).
     pub fn value(&self) -> Option<Value> {
-        self.view.values().get(self.leaf())
+        self.view.value(self.leaf(), self.index())
+    }
+
+    /// The current non-zero's element exactly as stored (for a quantized
+    /// tensor, its code); `None` only when the leaf lies past the values
+    /// buffer (unvalidated data).
+    pub fn value_raw(&self) -> Option<Value> {
+        self.view.values().get_raw(self.leaf())
     }
 
     /// Steps taken so far: a measure of work that the module docs bound.
@@ -191,8 +199,9 @@ impl<'a> CsfView<'a> {
     }
 
     /// The non-zeros as `([u64; R], value)` pairs in leaf order, for a rank
-    /// known at compile time. The value is `None` only on unvalidated data
-    /// whose values buffer is short.
+    /// known at compile time. The value is the one [`Cursor::value`] gives
+    /// (dequantized when the tensor is quantized); it is `None` only on
+    /// unvalidated data.
     ///
     /// # Errors
     /// [`LookupError::WrongRank`] when `R` is not the tensor's rank.

@@ -165,17 +165,29 @@ impl CsfView<'_> {
         Ok(())
     }
 
-    /// The stored value at `index`, or `None` for an implicit zero. A leaf
-    /// position past the values buffer (possible only on unvalidated data)
-    /// also reads as `None`.
+    /// The value at `index`, or `None` for an implicit zero: the stored
+    /// element, or for a quantized tensor its dequantized value
+    /// (`Value::F32`); see [`CsfView::value`]. A leaf whose value cannot be
+    /// read (past the values buffer, or without quantization parameters:
+    /// possible only on unvalidated data) also reads as `None`.
     ///
     /// # Errors
     /// As [`CsfView::find`].
     pub fn get(&self, index: &[u64]) -> Result<Option<Value>, LookupError> {
-        Ok(self.find(index)?.and_then(|leaf| self.values().get(leaf)))
+        Ok(self.find(index)?.and_then(|leaf| self.value(leaf, index)))
     }
 
-    /// The value at `index`, implicit zeros included, as `f64`.
+    /// The element stored at `index` exactly as the values buffer holds it
+    /// (for a quantized tensor, the code), or `None` for an implicit zero.
+    ///
+    /// # Errors
+    /// As [`CsfView::find`].
+    pub fn get_raw(&self, index: &[u64]) -> Result<Option<Value>, LookupError> {
+        Ok(self.find(index)?.and_then(|leaf| self.values().get_raw(leaf)))
+    }
+
+    /// The value at `index` as `f64`, implicit zeros included, dequantized
+    /// when the tensor is quantized.
     ///
     /// # Errors
     /// As [`CsfView::find`].

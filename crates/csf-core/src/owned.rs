@@ -230,7 +230,8 @@ pub struct Coo {
     pub rank: usize,
     /// `len() * rank` coordinates.
     pub indices: Vec<u64>,
-    /// One value per entry (`None` only on unvalidated data with a short values buffer).
+    /// One value per entry, dequantized when the tensor is quantized (`None`
+    /// only on unvalidated data: a short values buffer, missing parameters).
     pub values: Vec<Option<Value>>,
 }
 
@@ -267,53 +268,74 @@ pub enum DenseError {
     /// The product of the shape overflows `u64`.
     #[error("the shape's element count overflows u64")]
     Overflow,
-    /// The value type is not the tensor's element type.
-    #[error("element type {0} does not match the requested type")]
+    /// The requested type is not the type of the tensor's values (its
+    /// element type, or `f32` when it is quantized), which this names.
+    #[error("the values are {0}, not the requested type")]
     TypeMismatch(ElementType),
 }
 
 impl CsfView<'_> {
     /// The non-zeros as a coordinate list, in leaf order. Its size is
     /// proportional to the entries actually stored, never to a length field.
+    /// The values are the tensor's values, as [`CsfView::value`] gives them:
+    /// dequantized (`Value::F32`) when the tensor is quantized, so that a
+    /// list can be rebuilt into the same tensor without its quantization.
     pub fn to_coo(&self, order: CooOrder) -> Coo {
         let mut coo = Coo { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
-        let values = self.values();
-        let mut push = |coords: &[u64], leaf: usize| {
-            coo.indices.extend_from_slice(coords);
-            coo.values.push(values.get(leaf));
-        };
         match order {
-            CooOrder::Logical => self.for_each(&mut push),
-            CooOrder::Storage => self.for_each_stored(&mut push),
+            CooOrder::Logical => self.for_each(|index, leaf| {
+                coo.indices.extend_from_slice(index);
+                coo.values.push(self.value(leaf, index));
+            }),
+            // Per-channel quantization needs the logical index beside the
+            // storage coordinates: the cursor has both.
+            CooOrder::Storage => {
+                let mut cursor = self.cursor();
+                while cursor.advance() {
+                    coo.indices.extend_from_slice(cursor.coords());
+                    coo.values.push(cursor.value());
+                }
+            }
         }
         coo
     }
 
-    /// The tensor as a dense row-major `f64` array, if its shape holds at most
-    /// `budget` elements. The budget is what stops a tiny file that declares a
-    /// huge shape from allocating without limit.
+    /// The tensor as a dense row-major `f64` array of its values (dequantized
+    /// when the tensor is quantized), if its shape holds at most `budget`
+    /// elements. The budget is what stops a tiny file that declares a huge
+    /// shape from allocating without limit.
     ///
     /// # Errors
     /// [`DenseError::OverBudget`] or [`DenseError::Overflow`].
     pub fn to_dense_f64(&self, budget: u64) -> Result<Vec<f64>, DenseError> {
-        let values = self.values();
-        self.dense_with(budget, 0.0, |leaf| values.get_f64(leaf))
+        self.dense_with(budget, 0.0, |leaf, index| self.value_f64(leaf, index))
     }
 
-    /// The tensor as a dense row-major array of its own element type `T`.
+    /// The tensor as a dense row-major array of `T`, the type of its values:
+    /// the element type, or `f32` for a quantized tensor (whose values are
+    /// dequantized to `f32`; its codes are [`CsfView::values`]).
     ///
     /// # Errors
-    /// As [`CsfView::to_dense_f64`], and [`DenseError::TypeMismatch`].
+    /// As [`CsfView::to_dense_f64`], and [`DenseError::TypeMismatch`] when
+    /// `T` is not the values' type.
     pub fn to_dense<T: Element + Default>(&self, budget: u64) -> Result<Vec<T>, DenseError> {
+        if self.quantization().is_some() {
+            if T::TYPE != ElementType::F32 {
+                return Err(DenseError::TypeMismatch(ElementType::F32));
+            }
+            return self.dense_with(budget, T::default(), |leaf, index| {
+                T::from_le(&self.value_f32(leaf, index)?.to_le_bytes())
+            });
+        }
         let typed = self.values().typed::<T>().ok_or(DenseError::TypeMismatch(self.element_type()))?;
-        self.dense_with(budget, T::default(), |leaf| typed.get(leaf))
+        self.dense_with(budget, T::default(), |leaf, _| typed.get(leaf))
     }
 
     fn dense_with<T: Copy>(
         &self,
         budget: u64,
         zero: T,
-        value: impl Fn(usize) -> Option<T>,
+        value: impl Fn(usize, &[u64]) -> Option<T>,
     ) -> Result<Vec<T>, DenseError> {
         let elements =
             self.shape().iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or(DenseError::Overflow)?;
@@ -332,7 +354,7 @@ impl CsfView<'_> {
                 }
                 offset = offset * extent as usize + i as usize;
             }
-            if let (Some(slot), Some(v)) = (dense.get_mut(offset), value(leaf)) {
+            if let (Some(slot), Some(v)) = (dense.get_mut(offset), value(leaf, index)) {
                 *slot = v;
             }
         });

@@ -60,7 +60,7 @@ impl<'a> Quantized<'a> {
     #[inline]
     pub fn dequantize(&self, q: Value, leaf: usize, index: &[u64]) -> Option<f32> {
         let group = self.group(leaf, index)?;
-        let scale = self.scales.get(group)?.to_f64() as f32;
+        let scale = self.scales.get_raw(group)?.to_f64() as f32;
         Some(match self.scheme {
             QuantScheme::Nf4 => match q {
                 Value::Nf4(code) => scalar::nf4_to_f32(code) * scale,
@@ -70,7 +70,7 @@ impl<'a> Quantized<'a> {
             QuantScheme::Mxfp => q.to_f64() as f32 * scale,
             QuantScheme::PerTensor | QuantScheme::PerChannel | QuantScheme::PerBlock => {
                 let zero = match self.zero_points {
-                    Some(zp) => zp.get(group)?,
+                    Some(zp) => zp.get_raw(group)?,
                     None => Value::zero(ElementType::I8),
                 };
                 let centred = match (integer(q), integer(zero)) {
@@ -103,11 +103,45 @@ impl<'a> CsfView<'a> {
         self
     }
 
-    /// The value of the leaf at `leaf` (logical index `index`) as `f32`:
-    /// dequantized when the tensor is quantized, converted otherwise.
+    /// The value the leaf at `leaf` (logical index `index`) holds: the stored
+    /// element when the tensor is not quantized, and its dequantized value
+    /// (`Value::F32`, `docs/format.md` § 5.7.3) when it is. `None` when the
+    /// leaf position is not below `nnz` (the descriptor's `nnz` is
+    /// authoritative: past it the values buffer holds no value, at most a
+    /// padding nibble), the buffer is short, or, for a quantized tensor, the
+    /// leaf's group has no parameters; all three only on unvalidated data.
+    ///
+    /// The index matters only to per-channel quantization, whose group is a
+    /// coordinate; iteration hands both out together.
+    #[inline]
+    pub fn value(&self, leaf: usize, index: &[u64]) -> Option<Value> {
+        let q = self.stored(leaf)?;
+        match self.quantization() {
+            Some(quant) => quant.dequantize(q, leaf, index).map(Value::F32),
+            None => Some(q),
+        }
+    }
+
+    /// The stored element of a leaf below `nnz`.
+    #[inline]
+    fn stored(&self, leaf: usize) -> Option<Value> {
+        if leaf as u64 >= self.nnz() {
+            return None;
+        }
+        self.values().get_raw(leaf)
+    }
+
+    /// [`CsfView::value`] as `f64`.
+    #[inline]
+    pub fn value_f64(&self, leaf: usize, index: &[u64]) -> Option<f64> {
+        self.value(leaf, index).map(Value::to_f64)
+    }
+
+    /// [`CsfView::value`] as `f32`: dequantized when the tensor is
+    /// quantized, converted (and possibly rounded) otherwise.
     #[inline]
     pub fn value_f32(&self, leaf: usize, index: &[u64]) -> Option<f32> {
-        let q = self.values().get(leaf)?;
+        let q = self.stored(leaf)?;
         match self.quantization() {
             Some(quant) => quant.dequantize(q, leaf, index),
             None => Some(q.to_f64() as f32),

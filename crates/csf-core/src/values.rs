@@ -90,7 +90,13 @@ impl Value {
 }
 
 /// The values buffer of a CSF tensor: `nnz` elements of one element type,
-/// indexed by leaf position.
+/// indexed by leaf position, exactly as stored.
+///
+/// For a quantized tensor these are the quantized *codes*, not the values the
+/// tensor means; the accessors say so with `raw` in their names. The values
+/// themselves come from the view, which knows the quantization:
+/// [`CsfView::value`](crate::CsfView::value), [`CsfView::get`](crate::CsfView::get),
+/// [`CsfView::get_f64`](crate::CsfView::get_f64).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Values<'a> {
     element_type: ElementType,
@@ -122,9 +128,10 @@ impl<'a> Values<'a> {
         }
     }
 
-    /// The value at leaf position `leaf`, or `None` past the buffer.
+    /// The stored element at leaf position `leaf` (for a quantized tensor,
+    /// its code), or `None` past the buffer.
     #[inline]
-    pub fn get(&self, leaf: usize) -> Option<Value> {
+    pub fn get_raw(&self, leaf: usize) -> Option<Value> {
         let mut raw = [0u8; 8];
         match self.element_type.packing() {
             Packing::Bytes(width) => {
@@ -142,13 +149,15 @@ impl<'a> Values<'a> {
         Some(decode(self.element_type, raw))
     }
 
-    /// The value at `leaf` as `f64`; see [`Value::to_f64`].
+    /// The stored element at `leaf` as `f64` (for a quantized tensor, its
+    /// code); see [`Value::to_f64`].
     #[inline]
-    pub fn get_f64(&self, leaf: usize) -> Option<f64> {
-        self.get(leaf).map(Value::to_f64)
+    pub fn get_raw_f64(&self, leaf: usize) -> Option<f64> {
+        self.get_raw(leaf).map(Value::to_f64)
     }
 
-    /// The buffer as a typed array of `T`, when `T` is the element type.
+    /// The buffer as a typed array of `T`, when `T` is the element type
+    /// (for a quantized tensor, the codes).
     pub fn typed<T: Element>(&self) -> Option<Typed<'a, T>> {
         (self.element_type == T::TYPE)
             .then_some(Typed { bytes: self.bytes, marker: core::marker::PhantomData })
@@ -266,11 +275,11 @@ mod tests {
         // Leaves 0..3 hold i4 values 1, -1, 7, -8.
         let bytes = [0xf1, 0x87];
         let values = Values::new(ElementType::I4, &bytes);
-        let got: Vec<_> = (0..4).map(|i| values.get(i)).collect();
+        let got: Vec<_> = (0..4).map(|i| values.get_raw(i)).collect();
         assert_eq!(got, [Some(Value::I4(1)), Some(Value::I4(-1)), Some(Value::I4(7)), Some(Value::I4(-8))]);
-        assert_eq!(values.get(4), None);
-        assert_eq!(Values::new(ElementType::NF4, &bytes).get_f64(1), Some(1.0));
-        assert_eq!(Values::new(ElementType::U4, &bytes).get(3), Some(Value::U4(8)));
+        assert_eq!(values.get_raw(4), None);
+        assert_eq!(Values::new(ElementType::NF4, &bytes).get_raw_f64(1), Some(1.0));
+        assert_eq!(Values::new(ElementType::U4, &bytes).get_raw(3), Some(Value::U4(8)));
     }
 
     #[test]
@@ -280,10 +289,10 @@ mod tests {
         let typed = values.typed::<f32>().unwrap();
         assert_eq!(typed.get(1), Some(-2.0));
         assert_eq!(typed.get(2), None);
-        assert_eq!(values.get(0), Some(Value::F32(1.5)));
+        assert_eq!(values.get_raw(0), Some(Value::F32(1.5)));
         assert!(values.typed::<f64>().is_none());
         assert_eq!(Value::zero(ElementType::F16).to_f64(), 0.0);
-        assert_eq!(Values::new(ElementType::I16, &[0xfe, 0xff, 9]).get(0), Some(Value::I16(-2)));
-        assert_eq!(Values::new(ElementType::I16, &[0xfe, 0xff, 9]).get(1), None);
+        assert_eq!(Values::new(ElementType::I16, &[0xfe, 0xff, 9]).get_raw(0), Some(Value::I16(-2)));
+        assert_eq!(Values::new(ElementType::I16, &[0xfe, 0xff, 9]).get_raw(1), None);
     }
 }

@@ -135,7 +135,7 @@ impl Case {
     }
 
     fn kept(&self, entry: usize) -> bool {
-        let zero = Values::new(self.element_type, &self.values).get_f64(entry) == Some(0.0);
+        let zero = Values::new(self.element_type, &self.values).get_raw_f64(entry) == Some(0.0);
         !(self.options.drop_zeros && zero)
     }
 }

@@ -93,9 +93,10 @@ struct Entry {
     leaf: usize,
 }
 
-/// The value at `leaf` as comparable bits (NaNs included).
-fn bits(view: &CsfView<'_>, leaf: usize) -> Option<u64> {
-    view.values().get_f64(leaf).map(f64::to_bits)
+/// The value of entry `e` as comparable bits (NaNs included): what the
+/// tensor means, dequantized when it is quantized, never a raw code.
+fn bits(view: &CsfView<'_>, e: &Entry) -> Option<u64> {
+    view.value_f64(e.leaf, &e.index).map(f64::to_bits)
 }
 
 /// The spec's answers on a strictly valid tensor.
@@ -166,7 +167,7 @@ fn lookups(view: &CsfView<'_>, entries: &[Entry]) {
     for e in entries {
         assert_eq!(view.find(&e.index), Ok(Some(e.leaf)), "lookup of yielded {:?}", e.index);
         let got = view.get(&e.index).expect("in shape").map(|v| v.to_f64().to_bits());
-        assert_eq!(got, bits(view, e.leaf), "get({:?}) is not the leaf's value", e.index);
+        assert_eq!(got, bits(view, e), "get({:?}) is not the leaf's value", e.index);
     }
     let mut misses: Vec<Vec<u64>> = vec![vec![0; shape.len()]];
     for e in entries {
@@ -198,6 +199,8 @@ fn conversions(view: &CsfView<'_>, entries: &[Entry]) {
         for (i, e) in entries.iter().enumerate() {
             let want = if pick { &e.index } else { &e.coords };
             assert_eq!(coo.index(i), Some(want.as_slice()), "to_coo({order:?}) entry {i}");
+            let got = coo.values.get(i).copied().flatten().map(|v| v.to_f64().to_bits());
+            assert_eq!(got, bits(view, e), "to_coo({order:?}) value {i}");
         }
     }
     let Ok(dense) = view.to_dense_f64(DENSE_BUDGET) else { return };
@@ -205,9 +208,9 @@ fn conversions(view: &CsfView<'_>, entries: &[Entry]) {
     assert_eq!(dense.len() as u64, shape.iter().product::<u64>(), "dense length");
     for e in entries {
         let offset = e.index.iter().zip(shape).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
-        assert_eq!(Some(dense[offset].to_bits()), bits(view, e.leaf), "dense value at {:?}", e.index);
+        assert_eq!(Some(dense[offset].to_bits()), bits(view, e), "dense value at {:?}", e.index);
     }
-    let stored_zeros = entries.iter().filter(|e| view.values().get_f64(e.leaf) == Some(0.0)).count();
+    let stored_zeros = entries.iter().filter(|e| view.value_f64(e.leaf, &e.index) == Some(0.0)).count();
     let nonzero = dense.iter().filter(|v| **v != 0.0).count();
     assert_eq!(nonzero, entries.len() - stored_zeros, "dense holds values that were not iterated");
 }

@@ -235,10 +235,10 @@ fn exercise(view: &CsfView<'_>, valid: bool, seed: u64) {
     }
     let _ = (view.shape(), view.mode_order(), view.nnz(), view.element_type());
     for leaf in 0..values.capacity() + 2 {
-        let _ = values.get(leaf);
-        let _ = values.get_f64(leaf);
+        let _ = values.get_raw(leaf);
+        let _ = values.get_raw_f64(leaf);
     }
-    let _ = values.get(usize::MAX);
+    let _ = values.get_raw(usize::MAX);
 
     // Fibers of every node, and of parents that do not exist.
     for level in 0..rank {
@@ -266,7 +266,7 @@ fn exercise(view: &CsfView<'_>, valid: bool, seed: u64) {
 
     let mut by_for_each = Vec::new();
     view.for_each(|index, leaf| {
-        by_for_each.push(Seen { index: index.to_vec(), leaf, value: values.get(leaf) })
+        by_for_each.push(Seen { index: index.to_vec(), leaf, value: view.value(leaf, index) })
     });
     assert_eq!(by_for_each, by_cursor, "for_each disagrees with the cursor");
     let mut by_stored = Vec::new();
@@ -388,7 +388,7 @@ fn typed_files_hold_the_sample_values() {
         let want = corpus::sample_values(ty);
         let index = [[0, 0, 1], [0, 2, 3], [1, 1, 0], [1, 1, 2]];
         for (leaf, (&w, idx)) in want.iter().zip(&index).enumerate() {
-            let got = view.values().get(leaf).expect("in the buffer");
+            let got = view.values().get_raw(leaf).expect("in the buffer");
             assert_eq!(view.get(idx).expect("in bounds"), Some(got), "{name}: lookup of {idx:?}");
             if ty == ElementType::NF4 {
                 assert_eq!(got, Value::Nf4(w as u8), "{name}: leaf {leaf}");

@@ -5,12 +5,17 @@
 //! that reads back to the same bits, after two `#` comment lines that give
 //! the `convert` flags which rebuild the identical file. `json` prints one
 //! object with the tree itself (levels' `pos` and `crd`, in storage order)
-//! and the values (for a quantized tensor, the stored values and then the
-//! dequantized ones under `"dequantized"`; `tns` prints dequantized values).
+//! and the values (for a quantized tensor, the stored codes and then the
+//! dequantized values under `"dequantized"`; `tns` prints dequantized values).
+//!
+//! Nothing printed is made up. On a file read with `--permissive`, a
+//! coordinate is printed as stored, plus one, even when it lies outside the
+//! shape (as a 1-based number it may need 65 bits); a leaf without a value
+//! stops `tns` with an error naming it, and is `null` in `json`.
 
 use std::io::Write;
 
-use csf_core::{CsfView, Value};
+use csf_core::CsfView;
 use hurray_format::Container;
 
 use crate::cli::{DumpArgs, DumpFormat};
@@ -29,20 +34,15 @@ pub fn run(args: &DumpArgs) -> Result<()> {
     let container = read::container(path, &input)?;
     let view = read::view(path, &input, args.permissive)?;
     let mut out = Output::create(args.output.as_deref())?;
-    let result = match args.format {
-        DumpFormat::Tns => tns(args, &container, &view, &mut out),
-        DumpFormat::Json => json(&view, &mut out),
-    };
-    result.map_err(|e| Error::io(out.path(), e))?;
+    // On an error the output is dropped, not committed: no half file.
+    match args.format {
+        DumpFormat::Tns => tns(args, &container, &view, &mut out)?,
+        DumpFormat::Json => json(&view, &mut out).map_err(|e| Error::io(out.path(), e))?,
+    }
     out.commit()
 }
 
-fn tns(
-    args: &DumpArgs,
-    container: &Container<'_>,
-    view: &CsfView<'_>,
-    out: &mut Output,
-) -> std::io::Result<()> {
+fn tns(args: &DumpArgs, container: &Container<'_>, view: &CsfView<'_>, out: &mut Output) -> Result<()> {
     let d = container.descriptor();
     let name = args.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut flags = format!(
@@ -54,43 +54,45 @@ fn tns(
     if d.statistics.is_none() {
         flags.push_str(" --no-statistics");
     }
-    writeln!(
-        out,
-        "# hurray dump of {name}: {}, nnz {}, 1-based coordinates then the value",
+    let mut head = format!(
+        "# hurray dump of {name}: {}, nnz {}, 1-based coordinates then the value\n",
         d.layout,
         view.nnz()
-    )?;
-    let quantized = view.quantization().is_some();
-    if quantized {
-        writeln!(out, "# values are dequantized to f32; convert does not rebuild the quantization")?;
+    );
+    if view.quantization().is_some() {
+        head.push_str("# values are dequantized to f32; convert does not rebuild the quantization\n");
     } else {
-        writeln!(out, "# rebuild: hurray convert THIS.tns -o {name} {flags}")?;
+        head.push_str(&format!("# rebuild: hurray convert THIS.tns -o {name} {flags}\n"));
     }
+    out.write_all(head.as_bytes()).map_err(|e| Error::io(out.path(), e))?;
 
-    let values = view.values();
-    let zero = Value::zero(view.element_type());
-    let value = |leaf: usize, index: &[u64]| -> Value {
-        if quantized {
-            Value::F32(view.value_f32(leaf, index).unwrap_or(f32::NAN))
-        } else {
-            values.get(leaf).unwrap_or(zero)
-        }
-    };
     let mut buf = Vec::with_capacity(FLUSH_AT + 1024);
     let mut failed = None;
     view.for_each(|index, leaf| {
         if failed.is_some() {
             return;
         }
+        let Some(value) = view.value(leaf, index) else {
+            failed = Some(Error::data(
+                &args.file,
+                format!(
+                    "leaf {leaf} (index {}) has no value in the file ({}); dump --format json shows the tree as stored",
+                    format::commas(index),
+                    crate::get::missing(view)
+                ),
+            ));
+            return;
+        };
         for &c in index {
-            push_u64(&mut buf, c.wrapping_add(1));
+            // Widened: a stored coordinate of 2^64 - 1 (permissive) is 2^64 1-based.
+            push_u128(&mut buf, u128::from(c) + 1);
             buf.push(b' ');
         }
-        format::push_value(&mut buf, value(leaf, index));
+        format::push_value(&mut buf, value);
         buf.push(b'\n');
         if buf.len() >= FLUSH_AT {
             if let Err(e) = out.write_all(&buf) {
-                failed = Some(e);
+                failed = Some(Error::io(out.path(), e));
             }
             buf.clear();
         }
@@ -98,7 +100,15 @@ fn tns(
     if let Some(e) = failed {
         return Err(e);
     }
-    out.write_all(&buf)
+    out.write_all(&buf).map_err(|e| Error::io(out.path(), e))
+}
+
+/// Appends `v` in decimal.
+fn push_u128(buf: &mut Vec<u8>, v: u128) {
+    match u64::try_from(v) {
+        Ok(v) => push_u64(buf, v),
+        Err(_) => buf.extend_from_slice(v.to_string().as_bytes()),
+    }
 }
 
 /// Appends `[a, b, ...]`, writing out whenever the buffer fills.
@@ -145,7 +155,7 @@ fn json(view: &CsfView<'_>, out: &mut Output) -> std::io::Result<()> {
         if leaf > 0 {
             buf.extend_from_slice(b", ");
         }
-        match values.get(leaf) {
+        match values.get_raw(leaf) {
             Some(v) => format::push_value_json(&mut buf, v),
             None => buf.extend_from_slice(b"null"),
         }
@@ -156,11 +166,12 @@ fn json(view: &CsfView<'_>, out: &mut Output) -> std::io::Result<()> {
     }
     buf.push(b']');
     if view.quantization().is_some() {
-        // The real values, after the stored (quantized) ones.
+        // The real values, after the stored codes; `null` where a leaf has
+        // no value (permissive reading), never a made-up number.
         buf.extend_from_slice(b", \"dequantized\": [");
         let mut first = true;
         let mut failed = None;
-        view.for_each_dequantized(|_, v| {
+        view.for_each(|index, leaf| {
             if failed.is_some() {
                 return;
             }
@@ -168,7 +179,10 @@ fn json(view: &CsfView<'_>, out: &mut Output) -> std::io::Result<()> {
                 buf.extend_from_slice(b", ");
             }
             first = false;
-            format::push_value_json(&mut buf, Value::F32(v));
+            match view.value(leaf, index) {
+                Some(v) => format::push_value_json(&mut buf, v),
+                None => buf.extend_from_slice(b"null"),
+            }
             if buf.len() >= FLUSH_AT {
                 if let Err(e) = out.write_all(&buf) {
                     failed = Some(e);

@@ -11,7 +11,8 @@ use crate::files;
 use crate::format;
 use crate::read;
 
-/// Runs `get`. A quantized tensor's values are printed dequantized (`f32`).
+/// Runs `get`. A quantized tensor's values are printed dequantized (`f32`),
+/// as the library's `CsfView::value` gives them.
 /// An index of the wrong rank or outside the shape is an error
 /// about the data asked for (exit 1), like an unreadable file; an index that
 /// is not a list of integers is a usage error, caught by clap (exit 2).
@@ -20,29 +21,46 @@ pub fn run(args: &GetArgs) -> Result<()> {
     // A lookup touches a few pages: map lazily.
     let input = files::open(path, false)?;
     let view = read::view(path, &input, args.permissive)?;
-    let zero = Value::zero(view.element_type());
+    let zero = if view.quantization().is_some() { Value::F32(0.0) } else { Value::zero(view.element_type()) };
     let mut out = Vec::new();
     for index in &args.indices {
-        let value = lookup(&view, &index.0).map_err(|e| {
+        let shown = format::commas(&index.0);
+        let leaf = view.find(&index.0).map_err(|e| {
             let what = match e {
                 LookupError::WrongRank { got, rank } => {
                     format!("index has {got} coordinates, the tensor has rank {rank}")
                 }
                 other => other.to_string(),
             };
-            Error::data(path, format!("index {}: {what}", format::commas(&index.0)))
+            Error::data(path, format!("index {shown}: {what}"))
         })?;
-        format::push_value(&mut out, value.unwrap_or(zero));
+        let value = match leaf {
+            None => zero,
+            // Only a permissively read file can store a leaf without a
+            // value: say so rather than print a number that is not in it.
+            Some(leaf) => view.value(leaf, &index.0).ok_or_else(|| {
+                Error::data(
+                    path,
+                    format!("index {shown}: leaf {leaf} has no value in the file ({})", missing(&view)),
+                )
+            })?,
+        };
+        format::push_value(&mut out, value);
         out.push(b'\n');
     }
     std::io::stdout().lock().write_all(&out).map_err(|e| Error::io(Path::new(STDOUT), e))
 }
 
-/// The stored value at `index` (`None` for an implicit zero); for a
-/// quantized tensor, the dequantized value as `f32`.
-fn lookup(view: &CsfView<'_>, index: &[u64]) -> Result<Option<Value>, LookupError> {
+/// Why a stored leaf has no value: a short values buffer, or missing
+/// quantization parameters.
+pub(crate) fn missing(view: &CsfView<'_>) -> String {
+    let values = view.values();
     if view.quantization().is_some() {
-        return view.get_dequantized(index).map(|v| Some(Value::F32(v)));
+        format!(
+            "the values buffer holds {} elements, or its quantization group has no parameters",
+            values.capacity()
+        )
+    } else {
+        format!("the values buffer holds {} elements", values.capacity())
     }
-    view.get(index)
 }

@@ -721,3 +721,70 @@ fn convert_quantizes_and_get_reads_back_within_the_scheme_error() {
     assert_eq!(code(&result), 1, "{}", stderr(&result));
     assert!(!out.exists());
 }
+
+// ---------------------------------------------------------------------------
+// Permissive reading prints what is stored, never a made-up value.
+
+/// The spec example's tree with `edit` applied to its arrays, written as a
+/// file that breaks the storage invariants (readable only permissively).
+fn hostile_file(
+    dir: &Path,
+    name: &str,
+    nnz: u64,
+    levels: Vec<(Vec<u64>, Vec<u64>)>,
+    values: &[f32],
+) -> PathBuf {
+    let values: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let tensor = csf_core::OwnedCsf::new(
+        hurray_format::ElementType::F32,
+        vec![2, 3, 4],
+        vec![0, 1, 2],
+        nnz,
+        levels,
+        values,
+    )
+    .unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, tensor.to_bytes().unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn permissive_dump_prints_an_out_of_bounds_coordinate_as_stored() {
+    let dir = tmp();
+    let levels = vec![
+        (vec![0, 2], vec![0, 1]),
+        (vec![0, 2, 3], vec![0, 2, 1]),
+        (vec![0, 1, 2, 4], vec![u64::MAX, 3, 0, 2]),
+    ];
+    let file = hostile_file(dir.path(), "oob.hurray", 4, levels, &[1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(code(&hurray(["dump", s(&file)])), 1, "strict reading rejects it");
+    let text = stdout(&ok(["dump", "--permissive", s(&file)]));
+    let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    // 2^64 - 1 is 2^64 as a 1-based coordinate, not a wrapped 0.
+    assert_eq!(body, ["1 1 18446744073709551616 1", "1 3 4 2", "2 2 1 3", "2 2 3 4"]);
+}
+
+#[test]
+fn permissive_dump_stops_at_a_leaf_without_a_value() {
+    let dir = tmp();
+    // nnz 3 and three values, but the leaf level stores four leaves.
+    let levels =
+        vec![(vec![0, 2], vec![0, 1]), (vec![0, 2, 3], vec![0, 2, 1]), (vec![0, 1, 2, 4], vec![1, 3, 0, 2])];
+    let file = hostile_file(dir.path(), "long.hurray", 3, levels, &[1.0, 2.0, 3.0]);
+    let out_path = dir.path().join("out.tns");
+    let out = hurray(["dump", "--permissive", s(&file), "-o", s(&out_path)]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("leaf 3") && err.contains("has no value"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(!out_path.exists(), "a failed dump leaves no half file");
+    // `get` says the same of that index instead of printing 0, and JSON prints null.
+    let got = hurray(["get", "--permissive", s(&file), "1,1,2"]);
+    assert_eq!(code(&got), 1);
+    assert!(stderr(&got).contains("leaf 3 has no value"), "{}", stderr(&got));
+    assert_eq!(stdout(&ok(["get", "--permissive", s(&file), "1,1,0"])), "3\n");
+    let json: Json =
+        serde_json::from_str(&stdout(&ok(["dump", "--permissive", "--format", "json", s(&file)]))).unwrap();
+    assert_eq!(json["values"], serde_json::json!([1.0, 2.0, 3.0]));
+}

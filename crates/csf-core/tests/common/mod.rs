@@ -187,12 +187,12 @@ pub fn iterate_all(view: &CsfView<'_>) -> Vec<Seen> {
     let values = view.values();
     let mut by_for_each = Vec::new();
     view.for_each(|index, leaf| {
-        by_for_each.push(Seen { index: index.to_vec(), leaf, value: values.get(leaf) })
+        by_for_each.push(Seen { index: index.to_vec(), leaf, value: values.get_raw(leaf) })
     });
 
     let mut by_stored = Vec::new();
     view.for_each_stored(|coords, leaf| {
-        by_stored.push(Seen { index: logical(view.mode_order(), coords), leaf, value: values.get(leaf) })
+        by_stored.push(Seen { index: logical(view.mode_order(), coords), leaf, value: values.get_raw(leaf) })
     });
     assert_eq!(by_stored, by_for_each, "for_each_stored disagrees with for_each");
 
@@ -261,7 +261,7 @@ pub fn check_against_oracle(view: &CsfView<'_>, map: &BTreeMap<Vec<u64>, f32>, a
     for (index, &want) in map {
         assert_eq!(get_f32(view, index), Some(want), "lookup of present {index:?}");
         let leaf = view.find(index).unwrap().unwrap();
-        assert_eq!(view.values().get(leaf), Some(Value::F32(want)));
+        assert_eq!(view.values().get_raw(leaf), Some(Value::F32(want)));
     }
     let total: u64 = view.shape().iter().product();
     let sweep = if total <= 4096 { all_indices(view.shape()) } else { absent.to_vec() };
