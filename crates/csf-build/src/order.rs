@@ -6,10 +6,15 @@
 //! non-zeros onto the *set* of the first `L + 1` dimensions, whatever their
 //! order. So for rank <= 5 we count the distinct projections `D(S)` onto every
 //! proper subset `S` of dimensions (at most 30 counting sorts) and find the
-//! exact optimum by dynamic programming over subsets: `best(S) = D(S) +
-//! min_{d in S} best(S - d)`. Above rank 5 we compare three candidates by
-//! their exact size: identity, SPLATT's shortest-extent-first, and
-//! fewest-distinct-coordinates-first.
+//! exact optimum by dynamic programming over subsets. Above rank 5 we compare
+//! three candidates by their exact size: identity, SPLATT's
+//! shortest-extent-first, and fewest-distinct-coordinates-first.
+//!
+//! Ties are broken deterministically towards the lexicographically first
+//! order, so the identity, the first of all orders, is chosen whenever it is
+//! among the smallest: csf-layout.txt § Mode Ordering makes it the default of
+//! a writer without preference, and many orders tie (every order of a dense
+//! or an empty tensor stores the same bytes).
 
 use crate::key::{bit_length_below, Key};
 use crate::sort::sort_keys;
@@ -23,7 +28,7 @@ pub struct AutoChoice {
     /// Bytes of `pos`/`crd` the chosen order stores.
     pub index_bytes: u64,
     /// `(order, pos/crd bytes)` of the reference orders: identity and
-    /// shortest-extent-first (SPLATT's heuristic).
+    /// shortest-extent-first (SPLATT's heuristic), each listed once.
     pub compared: Vec<(Vec<u32>, u64)>,
 }
 
@@ -88,20 +93,25 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> AutoChoice {
         (0..rank as u32).map(|d| distinct(source, &[d], parallel).unwrap_or(u64::MAX)).collect();
     fewest_distinct.sort_by_key(|&d| singles[d as usize]);
     let nnz = nnz.unwrap_or(source.len as u64);
-    let mut compared = Vec::new();
-    let mut best: Option<(Vec<u32>, u64)> = None;
-    for (i, order) in [identity, shortest_first, fewest_distinct].into_iter().enumerate() {
+    let size_of = |order: &[u32]| {
         let upper: Option<Vec<u64>> =
             (1..rank).map(|len| distinct(source, &order[..len], parallel)).collect();
-        let bytes = upper.map_or(u64::MAX, |u| index_bytes(u.into_iter(), nnz, rank));
-        if i < 2 {
-            compared.push((order.clone(), bytes));
-        }
-        if best.as_ref().map_or(true, |(_, b)| bytes < *b) {
-            best = Some((order, bytes));
+        upper.map_or(u64::MAX, |u| index_bytes(u.into_iter(), nnz, rank))
+    };
+    // The smallest, and among equals the lexicographically first (so the
+    // identity whenever it is among the smallest).
+    let mut candidates: Vec<(u64, Vec<u32>)> = Vec::new();
+    for order in [identity.clone(), shortest_first.clone(), fewest_distinct] {
+        if !candidates.iter().any(|(_, seen)| *seen == order) {
+            candidates.push((size_of(&order), order));
         }
     }
-    let (mode_order, index_bytes) = best.unwrap_or_default();
+    let compared = candidates
+        .iter()
+        .filter(|(_, order)| *order == identity || *order == shortest_first)
+        .map(|(bytes, order)| (order.clone(), *bytes))
+        .collect();
+    let (index_bytes, mode_order) = candidates.into_iter().min().unwrap_or_default();
     AutoChoice { mode_order, index_bytes, compared }
 }
 
@@ -120,31 +130,35 @@ fn exact(
         *slot = distinct(source, &dims_of(set), parallel)?;
     }
     let nnz = d[full];
-    // best[S] over proper subsets, with the dimension added last.
-    let mut best = vec![u64::MAX; full + 1];
-    let mut last = vec![0u32; full + 1];
-    best[0] = 0;
-    for set in 1..full {
-        for dim in 0..rank as u32 {
-            if set >> dim & 1 == 1 {
-                let prev = best[set & !(1 << dim)];
-                if prev != u64::MAX && prev + d[set] < best[set] {
-                    best[set] = prev + d[set];
-                    last[set] = dim;
-                }
-            }
+    // rest[S]: the fewest upper-level nodes below a prefix holding the set S,
+    // `min_{d not in S} D(S + d) + rest(S + d)`, down to the sets of rank - 1
+    // dimensions (the leaf level's count is nnz in every order). A superset
+    // is a larger number than its subsets, so a descending sweep has every
+    // rest[S + d] ready when S is reached.
+    let mut rest = vec![0u64; full + 1];
+    for set in (0..full).rev() {
+        if (set as u32).count_ones() as usize >= rank - 1 {
+            continue;
         }
+        rest[set] = (0..rank)
+            .filter(|&dim| set >> dim & 1 == 0)
+            .map(|dim| d[set | 1 << dim] + rest[set | 1 << dim])
+            .min()
+            .unwrap_or(0);
     }
-    // The leaf dimension is the one left out.
-    let (mut set, _) =
-        (0..rank).map(|leaf| (full & !(1 << leaf), leaf)).min_by_key(|&(s, leaf)| (best[s], leaf))?;
-    let leaf = (0..rank as u32).find(|&dim| set >> dim & 1 == 0)?;
-    let mut order = vec![leaf];
-    while set != 0 {
-        order.push(last[set]);
-        set &= !(1 << last[set]);
+    // Walk forward, taking at each level the smallest dimension that keeps
+    // the optimum: the lexicographically first optimal order. The identity is
+    // the first of all orders, so it wins whenever it is optimal (the spec's
+    // default for a writer without preference).
+    let mut order = Vec::with_capacity(rank);
+    let mut set = 0usize;
+    while order.len() < rank - 1 {
+        let dim = (0..rank)
+            .find(|&dim| set >> dim & 1 == 0 && d[set | 1 << dim] + rest[set | 1 << dim] == rest[set])?;
+        order.push(dim as u32);
+        set |= 1 << dim;
     }
-    order.reverse();
+    order.extend((0..rank as u32).filter(|&dim| set >> dim & 1 == 0));
     let size_of = |order: &[u32]| {
         let mut set = 0usize;
         let upper = order[..rank - 1].iter().map(|&dim| {
@@ -155,10 +169,21 @@ fn exact(
     };
     Some(AutoChoice {
         index_bytes: size_of(&order),
-        compared: vec![
-            (identity.to_vec(), size_of(identity)),
-            (shortest_first.to_vec(), size_of(shortest_first)),
-        ],
+        compared: references(identity, shortest_first, size_of),
         mode_order: order,
     })
+}
+
+/// `compared`: the identity and shortest-extent-first with their sizes, each
+/// listed once (they are the same order when the extents are non-decreasing).
+fn references(
+    identity: &[u32],
+    shortest_first: &[u32],
+    size_of: impl Fn(&[u32]) -> u64,
+) -> Vec<(Vec<u32>, u64)> {
+    let mut compared = vec![(identity.to_vec(), size_of(identity))];
+    if shortest_first != identity {
+        compared.push((shortest_first.to_vec(), size_of(shortest_first)));
+    }
+    compared
 }

@@ -194,3 +194,71 @@ fn empty_input_gives_the_spec_empty_form() {
     let zero_extent = build(&f64_coo(&[2, 0, 4], &[], &[]), &Options::default()).unwrap();
     assert_eq!(zero_extent.tensor.view().nnz(), 0);
 }
+
+/// Every permutation of `0..rank`, in lexicographic order.
+fn permutations(rank: u32) -> Vec<Vec<u32>> {
+    if rank == 0 {
+        return vec![vec![]];
+    }
+    let mut out = Vec::new();
+    for first in 0..rank {
+        for rest in permutations(rank - 1) {
+            let mut order = vec![first];
+            order.extend(rest.into_iter().map(|d| if d >= first { d + 1 } else { d }));
+            out.push(order);
+        }
+    }
+    out
+}
+
+fn index_bytes(built: &csf_build::Built) -> u64 {
+    built.tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum()
+}
+
+#[test]
+fn auto_picks_the_lexicographically_first_smallest_order() {
+    let dense: Vec<u64> = (0..8u64).flat_map(|i| [i >> 2, i >> 1 & 1, i & 1]).collect();
+    let cases: Vec<(Vec<u64>, Vec<u64>)> = vec![
+        // Dense and empty: every order stores the same bytes.
+        (vec![2, 2, 2], dense),
+        (vec![2, 3, 4], vec![]),
+        (vec![5, 5, 5, 5], vec![]),
+        // Small random tensors, where the optimum is often tied.
+        (vec![3, 4, 2], synthetic(&[3, 4, 2], 6, Distribution::Uniform, 1).indices),
+        (vec![4, 4, 4, 3], synthetic(&[4, 4, 4, 3], 12, Distribution::Uniform, 2).indices),
+        (vec![9, 2, 5, 3], synthetic(&[9, 2, 5, 3], 40, Distribution::PowerLaw { skew: 2.0 }, 3).indices),
+    ];
+    for (shape, indices) in cases {
+        let values = vec![1.0; indices.len() / shape.len()];
+        let coo = f64_coo(&shape, &indices, &values);
+        let options = Options { duplicates: Duplicates::Last, ..Options::default() };
+        let auto = build(&coo, &Options { mode_order: ModeOrder::Auto, ..options.clone() }).unwrap();
+        let sizes: Vec<(u64, Vec<u32>)> = permutations(shape.len() as u32)
+            .into_iter()
+            .map(|order| {
+                let built =
+                    build(&coo, &Options { mode_order: ModeOrder::Explicit(order.clone()), ..options.clone() });
+                (index_bytes(&built.unwrap()), order)
+            })
+            .collect();
+        let best = sizes.iter().min().unwrap();
+        let choice = auto.auto.unwrap();
+        assert_eq!((choice.index_bytes, &choice.mode_order), (best.0, &best.1), "shape {shape:?}");
+        let orders: Vec<&Vec<u32>> = choice.compared.iter().map(|(o, _)| o).collect();
+        let mut unique = orders.clone();
+        unique.dedup();
+        assert_eq!(orders, unique, "each candidate listed once");
+    }
+}
+
+#[test]
+fn auto_above_the_exact_rank_prefers_the_identity_on_ties() {
+    // A dense 2^6 tensor: every order stores the same bytes.
+    let shape = [2u64; 6];
+    let indices: Vec<u64> = (0..64u64).flat_map(|i| (0..6).rev().map(move |b| i >> b & 1)).collect();
+    let values = vec![1.0; 64];
+    let options = Options { mode_order: ModeOrder::Auto, ..Options::default() };
+    let choice = build(&f64_coo(&shape, &indices, &values), &options).unwrap().auto.unwrap();
+    assert_eq!(choice.mode_order, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(choice.compared.len(), 1, "identity is also shortest-first: {:?}", choice.compared);
+}
