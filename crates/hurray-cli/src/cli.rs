@@ -33,6 +33,14 @@ pub enum Command {
     /// Describe a file: element type, shape, mode order, nnz, levels, sizes.
     Inspect(InspectArgs),
     /// Check a file against every rule of the CSF spec; exit 1 when it breaks one.
+    ///
+    /// What validation does not detect: the format has no checksum, so damage
+    /// that leaves a well-formed tensor passes. A flipped bit inside the
+    /// values buffer (a different value of the same type), a shape extent
+    /// changed to another that still holds every coordinate, or a changed
+    /// device tag gives a file that is valid, only not the one written. Keep
+    /// a hash beside the file (sha256sum, say) to detect corruption in storage
+    /// or transit.
     Validate(ValidateArgs),
     /// Print the value at each 0-based logical index (0 for an implicit zero).
     Get(GetArgs),

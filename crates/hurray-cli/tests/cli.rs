@@ -788,3 +788,22 @@ fn permissive_dump_stops_at_a_leaf_without_a_value() {
         serde_json::from_str(&stdout(&ok(["dump", "--permissive", "--format", "json", s(&file)]))).unwrap();
     assert_eq!(json["values"], serde_json::json!([1.0, 2.0, 3.0]));
 }
+
+#[test]
+fn validate_says_what_it_cannot_detect_and_it_is_true() {
+    let help = stdout(&ok(["validate", "--help"]));
+    assert!(help.contains("no checksum") && help.contains("values buffer"), "{help}");
+    // A flipped bit inside the values buffer leaves a valid file with another value.
+    let dir = tmp();
+    let file = spec_file(dir.path(), &[]);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let before = stdout(&ok(["get", s(&file), "0,0,1"]));
+    let values_at = {
+        let container = hurray_format::Container::decode(&bytes).unwrap();
+        container.buffer(0).unwrap().as_ptr() as usize - bytes.as_ptr() as usize
+    };
+    bytes[values_at + 6] ^= 0x08; // the top mantissa bit of values[0], an f64 1.0: now 1.5
+    std::fs::write(&file, &bytes).unwrap();
+    ok(["validate", s(&file)]);
+    assert_eq!((before.as_str(), stdout(&ok(["get", s(&file), "0,0,1"])).as_str()), ("1\n", "1.5\n"));
+}
