@@ -236,8 +236,10 @@ fn auto_picks_the_lexicographically_first_smallest_order() {
         let sizes: Vec<(u64, Vec<u32>)> = permutations(shape.len() as u32)
             .into_iter()
             .map(|order| {
-                let built =
-                    build(&coo, &Options { mode_order: ModeOrder::Explicit(order.clone()), ..options.clone() });
+                let built = build(
+                    &coo,
+                    &Options { mode_order: ModeOrder::Explicit(order.clone()), ..options.clone() },
+                );
                 (index_bytes(&built.unwrap()), order)
             })
             .collect();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use arbitrary::{Result, Unstructured};
 use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize};
 use csf_core::{CsfView, Values};
-use hurray_format::{Container, ElementType, Packing};
+use hurray_format::{Container, ElementType, Packing, QuantScheme};
 
 /// Entries per tensor: enough for every level shape, small enough to be fast.
 const MAX_ENTRIES: usize = 96;
@@ -245,7 +245,7 @@ pub(crate) fn roundtrip(case: &Case, u: &mut Unstructured<'_>) {
             assert!(case.kept(first) && case.kept(second), "a dropped entry reported as a duplicate");
         }
         (Expect::Built(map), Ok(built)) if case.options.quantize.is_some() => {
-            check_quantized(case, &map, &built)
+            check_quantized(case, &map, &built, u)
         }
         (Expect::Built(map), Ok(built)) => check_built(case, &map, &built, u),
         // Whether a scheme takes a type, axis, block size and values is the
@@ -292,8 +292,10 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
 }
 
 /// A quantized tensor: it validates strictly and holds the model's indices
-/// in storage order (its values are the quantizer's business).
-fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built) {
+/// in storage order (its values are the quantizer's business); re-ordered, it
+/// stays quantized with the same scheme, and where the scheme's groups do not
+/// follow leaf order (per-tensor, per-channel) every value is bit-identical.
+fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mut Unstructured<'_>) {
     let bytes = built.to_bytes(case.with_statistics).expect("a quantized tensor encodes");
     let container =
         Container::decode(&bytes).unwrap_or_else(|e| panic!("a quantized tensor does not decode: {e}"));
@@ -309,6 +311,35 @@ fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built) {
     want.sort_by_key(|index| mode_order.iter().map(|&d| index[d as usize]).collect::<Vec<_>>());
     let got: Vec<Vec<u64>> = entries(&valid, false).into_iter().map(|(index, _)| index).collect();
     assert_eq!(got, want, "the quantized tensor holds other indices");
+
+    let view = built.tensor.view();
+    let order = permutation(u, case.rank()).unwrap_or_else(|_| (0..case.rank() as u32).collect());
+    let Ok(again) = csf_build::reorder(&view, ModeOrder::Explicit(order), false) else {
+        // Only re-quantizing can fail, on a value that is not finite (an
+        // MXFP block whose scale is NaN, say).
+        let scheme = view.quantization().map(|q| q.scheme);
+        assert!(!matches!(scheme, Some(QuantScheme::PerTensor | QuantScheme::PerChannel)), "reorder failed");
+        return;
+    };
+    let bytes = again.to_bytes(case.with_statistics).expect("a re-ordered tensor encodes");
+    let container = Container::decode(&bytes).expect("a re-ordered tensor decodes");
+    let report = csf_validate::report(&container, csf_validate::Mode::Strict, 4);
+    assert!(report.errors.is_empty(), "re-ordered quantized tensor is not valid: {report:?}");
+    let again = again.tensor.view();
+    let (before, after) = (view.quantization().expect("quantized"), again.quantization());
+    let after =
+        after.unwrap_or_else(|| panic!("reorder dropped the quantization {:?}", case.options.quantize));
+    assert_eq!((after.scheme, again.element_type()), (before.scheme, view.element_type()), "scheme changed");
+    let mut count = 0;
+    again.for_each(|index, leaf| {
+        count += 1;
+        if matches!(before.scheme, QuantScheme::PerTensor | QuantScheme::PerChannel) {
+            let was = view.get_dequantized(index).expect("in shape");
+            let now = again.value_f32(leaf, index).expect("a value");
+            assert_eq!(now.to_bits(), was.to_bits(), "reorder changed the value at {index:?}");
+        }
+    });
+    assert_eq!(count, map.len(), "reorder changed the number of entries");
 }
 
 /// `(logical index, raw value)` in iteration order.
