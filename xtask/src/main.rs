@@ -46,6 +46,13 @@ const TASKS: &[Task] = &[
         run: |args| no_args("nostd", args).and_then(|()| nostd()),
     },
     Task {
+        name: "docsrs",
+        usage: "",
+        about: "build each library's docs as docs.rs does: nightly rustdoc, all features, --cfg docsrs, \
+                -D warnings (installs nightly if missing; also a ci step)",
+        run: |args| no_args("docsrs", args).and_then(|()| docsrs()),
+    },
+    Task {
         name: "fuzz",
         usage: "[--seconds N] [TARGET]",
         about:
@@ -98,6 +105,10 @@ const CI_STEPS: &[Step] = &[
     // Unit, integration and doc tests of every member.
     Step { name: "test", run: || cargo(&["test", "--workspace", "--locked"]) },
     Step { name: "doc", run: doc },
+    // The docs.rs build of each library: nightly rustdoc, every feature,
+    // `--cfg docsrs`, warnings denied. Installs nightly (minimal profile) when
+    // missing; its own target dir, so reruns only re-document (a few seconds).
+    Step { name: "docsrs", run: docsrs },
     Step { name: "nostd", run: nostd },
     // Every fuzz target for HURRAY_CI_FUZZ_SECONDS (default 30; 0 skips), so
     // every submission is fuzzed a little; docs/fuzzing.md has the long runs.
@@ -189,6 +200,73 @@ fn ci(args: &[String]) -> Result {
 /// fail here rather than on docs.rs after a release.
 fn doc() -> Result {
     run(cargo_cmd().env("RUSTDOCFLAGS", "-D warnings").args(["doc", "--workspace", "--no-deps", "--locked"]))
+}
+
+/// The crates docs.rs documents: every published library. Each has the
+/// `[package.metadata.docs.rs]` that [`docsrs`] mirrors (a test below checks
+/// both the list and the metadata).
+const DOCS_RS_CRATES: &[&str] = &["hurray-format", "csf-core", "csf-validate", "csf-build"];
+
+/// What docs.rs passes to rustdoc for every crate (its `build.rustdocflags`),
+/// less the flags that only place the output (`--emit`, `--resource-suffix`,
+/// `--static-root-path`) and `--cap-lints warn`, which would turn our
+/// `-D warnings` back into warnings.
+const DOCS_RS_RUSTDOCFLAGS: &str = "--cfg docsrs -Z unstable-options --extern-html-root-takes-precedence";
+
+/// Builds each library's documentation the way docs.rs does, so that a
+/// nightly change (such as the removal of `feature(doc_auto_cfg)`, E0557) or a
+/// broken link in feature-gated docs fails here rather than on docs.rs after a
+/// release: `cargo +nightly rustdoc --lib --all-features` with the docs.rs
+/// flags, `DOCS_RS=1`, the crate's `rustdoc-args` (`--cfg docsrs`) after `--`,
+/// and `-D warnings` added. One crate per run, as docs.rs builds each alone
+/// (features unify only within that crate's graph).
+///
+/// docs.rs uses the newest nightly; so does a fresh CI machine. Elsewhere,
+/// `rustup update nightly` brings the local one up to date.
+fn docsrs() -> Result {
+    ensure_nightly()?;
+    // Not the stable target dir: nightly artifacts would sit beside stable
+    // ones and `target/doc` would mix the two builds.
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| "target".into(), std::path::PathBuf::from)
+        .join("docsrs");
+    let rustdocflags = format!("{DOCS_RS_RUSTDOCFLAGS} -D warnings");
+    for krate in DOCS_RS_CRATES {
+        let mut cmd = nightly_cargo();
+        cmd.env("RUSTDOCFLAGS", &rustdocflags).env("DOCS_RS", "1");
+        cmd.args(["rustdoc", "-p", krate, "--lib", "--all-features", "--locked", "--target-dir"]);
+        cmd.arg(&target_dir);
+        // Links to dependencies point at docs.rs, and examples are scraped, as there.
+        cmd.args(["-Z", "unstable-options", "-Z", "rustdoc-map", "-Z", "rustdoc-scrape-examples"]);
+        cmd.args([
+            "--config",
+            r#"doc.extern-map.registries.crates-io="https://docs.rs/{pkg_name}/{version}""#,
+        ]);
+        // The crate's `[package.metadata.docs.rs] rustdoc-args`.
+        cmd.args(["--", "--cfg", "docsrs"]);
+        run(&mut cmd)
+            .map_err(|e| format!("{e}\n  (this is the docs.rs build of {krate}; see `cargo xtask help`)"))?;
+    }
+    eprintln!(
+        "docsrs: {} crates documented as on docs.rs, in {}",
+        DOCS_RS_CRATES.len(),
+        target_dir.join("doc").display()
+    );
+    Ok(())
+}
+
+/// Installs the nightly toolchain (minimal profile: rustc, which ships
+/// rustdoc, rust-std and cargo) when `cargo +nightly` does not run.
+fn ensure_nightly() -> Result {
+    let mut probe = nightly_cargo();
+    probe.arg("--version").stdout(Stdio::null()).stderr(Stdio::null());
+    if probe.status().is_ok_and(|status| status.success()) {
+        return Ok(());
+    }
+    eprintln!("the nightly toolchain is not installed; installing it with rustup");
+    let mut install = Command::new("rustup");
+    install.env_remove("RUSTUP_TOOLCHAIN").args(["toolchain", "install", "nightly", "--profile", "minimal"]);
+    run(&mut install).map_err(|e| format!("{e}\n  docs.rs builds with nightly, and so does this step"))
 }
 
 /// The no_std proof: builds `nostd-check` alone, so that cargo's feature
@@ -483,6 +561,45 @@ mod tests {
             for (i, name) in names.iter().enumerate() {
                 assert!(!names[..i].contains(name), "`{name}` is listed twice");
             }
+        }
+    }
+
+    /// Every published library is in `DOCS_RS_CRATES`, and each of those
+    /// asks docs.rs for what the `docsrs` step builds.
+    #[test]
+    fn docs_rs_crates_and_their_metadata_agree_with_the_docsrs_step() {
+        let crates = Path::new(ROOT).join("crates");
+        let mut libraries = Vec::new();
+        for entry in fs::read_dir(&crates).unwrap() {
+            let dir = entry.unwrap().path();
+            let Ok(manifest) = fs::read_to_string(dir.join("Cargo.toml")) else { continue };
+            let published = !manifest.lines().any(|line| line.trim() == "publish = false");
+            if published && dir.join("src/lib.rs").is_file() {
+                libraries.push(dir.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        libraries.sort();
+        let mut listed: Vec<String> = DOCS_RS_CRATES.iter().map(|name| name.to_string()).collect();
+        listed.sort();
+        assert_eq!(libraries, listed, "published libraries vs DOCS_RS_CRATES");
+        for krate in DOCS_RS_CRATES {
+            let manifest = fs::read_to_string(crates.join(krate).join("Cargo.toml")).unwrap();
+            let table = manifest
+                .split("[package.metadata.docs.rs]")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{krate}: no [package.metadata.docs.rs]"));
+            let table = table.split("\n[").next().unwrap();
+            for line in ["all-features = true", r#"rustdoc-args = ["--cfg", "docsrs"]"#] {
+                assert!(table.lines().any(|l| l.trim() == line), "{krate}: `{line}` missing");
+            }
+            let lib = fs::read_to_string(crates.join(krate).join("src/lib.rs")).unwrap();
+            // Removed in 1.92 (E0557) and merged into `doc_cfg`, which now
+            // marks feature-gated items by itself.
+            assert!(!lib.contains("doc_auto_cfg"), "{krate}: lib.rs uses the removed feature(doc_auto_cfg)");
+            assert!(
+                lib.lines().any(|l| l.trim() == "#![cfg_attr(docsrs, feature(doc_cfg))]"),
+                "{krate}: lib.rs lacks #![cfg_attr(docsrs, feature(doc_cfg))]"
+            );
         }
     }
 

@@ -1453,8 +1453,8 @@ fn decode_cases(out: &mut Cases) {
     );
     out.decode(
         "decode-truncated-data",
-        "BufferOutOfBounds",
-        "the spec example without its last byte: crd_2 runs past the end",
+        "TruncatedData",
+        "the spec example without its last byte: 479 bytes, the descriptor needs 480",
         s[..479].to_vec(),
     );
     out.decode(
@@ -1595,8 +1595,8 @@ fn decode_cases(out: &mut Cases) {
     );
     out.decode(
         "decode-buffer-length-past-end",
-        "BufferOutOfBounds",
-        "crd_2's length is 40, past the end of the file",
+        "TruncatedData",
+        "crd_2's length is 40: the descriptor needs 488 bytes, the file has 480",
         patch(s.clone(), 0x36, &[0x20], &[0x28]),
     );
     out.decode(

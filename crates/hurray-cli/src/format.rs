@@ -111,6 +111,20 @@ pub fn commas<T: std::fmt::Display>(items: &[T]) -> String {
     items.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
 }
 
+/// An integer with thousands separators, `1,460,796`: exact byte counts that
+/// people compare by eye (with `ls -l`, say).
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// A byte count for people: `512 B`, `1.5 KiB`, `300.2 MiB`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -176,5 +190,21 @@ mod tests {
         push_u64(&mut out, 1234567890);
         assert_eq!(out, b"01234567890");
         assert_eq!(bytes(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn grouped_puts_a_comma_every_three_digits() {
+        for (n, text) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (480, "480"),
+            (1_460_796, "1,460,796"),
+            (2_921_592, "2,921,592"),
+            (100_000, "100,000"),
+            (u64::MAX, "18,446,744,073,709,551,615"),
+        ] {
+            assert_eq!(grouped(n), text);
+        }
     }
 }

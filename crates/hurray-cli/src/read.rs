@@ -4,13 +4,37 @@
 use std::path::Path;
 
 use csf_core::CsfView;
-use hurray_format::Container;
+use hurray_format::{Container, DecodeError};
 
 use crate::error::{Error, Result};
+use crate::format::grouped;
 
 /// Decodes `bytes` (the contents of `path`).
 pub fn container<'a>(path: &Path, bytes: &'a [u8]) -> Result<Container<'a>> {
-    Container::decode(bytes).map_err(|e| Error::data(path, format!("not a readable Hurray file: {e}")))
+    Container::decode(bytes).map_err(|e| match e {
+        // A Hurray file, only cut short: say that, not that it is unreadable.
+        DecodeError::TruncatedData { .. } => Error::data(path, decode_message(&e)),
+        _ => Error::data(path, format!("not a readable Hurray file: {e}")),
+    })
+}
+
+/// A decode error in the tool's words: the library's message, except that a
+/// truncated file's lengths get thousands separators and the shortfall, since
+/// people compare them with `ls -l` or a download's advertised size.
+pub fn decode_message(e: &DecodeError) -> String {
+    match *e {
+        DecodeError::TruncatedData { len, needed } => {
+            let missing = needed.saturating_sub(len);
+            format!(
+                "truncated: the file is {} bytes, but its descriptor needs {} ({} byte{} missing)",
+                grouped(len),
+                grouped(needed),
+                grouped(missing),
+                if missing == 1 { "" } else { "s" }
+            )
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// Decodes and validates `bytes` (the contents of `path`), giving the view.

@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::cli::ValidateArgs;
 use crate::error::{Error, Result, EXIT_DATA, EXIT_OK, STDOUT};
 use crate::files;
+use crate::read;
 
 /// The rule id given to a file whose container framing does not decode.
 pub const DECODE_RULE: &str = "decode";
@@ -56,6 +57,7 @@ fn text(args: &ValidateArgs, outcome: &Outcome) -> String {
     let mut o = String::new();
     match outcome {
         Outcome::Decode(e) => {
+            let e = read::decode_message(e);
             o.push_str(&format!("{file}: error: {e} [{DECODE_RULE}; docs/format.md § 4-6]\n"));
             o.push_str(&format!("{file}: invalid: not a readable Hurray container\n"));
         }

@@ -462,6 +462,82 @@ fn unreadable_inputs_and_unwritable_outputs_exit_1_naming_the_file() {
         .contains("not a readable Hurray file: byte 0: bad magic"));
 }
 
+/// Issue 11: a truncated file was reported as `BufferOutOfBounds { index: 7, .. }`.
+/// Every reading command now says it is truncated, with both lengths, on one line.
+#[test]
+fn a_truncated_file_is_reported_as_truncated_with_both_lengths() {
+    let dir = tmp();
+    // The spec example, one byte short: 479 of its 480 bytes.
+    let spec = spec_file(dir.path(), &["--dtype", "f32", "--no-statistics"]);
+    let bytes = std::fs::read(&spec).unwrap();
+    assert_eq!(bytes.len(), 480);
+    let cut = dir.path().join("cut.hurray");
+    std::fs::write(&cut, &bytes[..479]).unwrap();
+    let want = format!(
+        "hurray: {}: truncated: the file is 479 bytes, but its descriptor needs 480 (1 byte missing)\n",
+        cut.display()
+    );
+    for args in [&["inspect"][..], &["get", "1,1,2"], &["dump"], &["dump", "--format", "json"]] {
+        let mut argv = vec![args[0], s(&cut)];
+        argv.extend_from_slice(&args[1..]);
+        let out = hurray(&argv);
+        assert_eq!(code(&out), 1, "{argv:?}");
+        assert_eq!(stderr(&out), want, "{argv:?}");
+        assert!(out.stdout.is_empty(), "{argv:?}");
+    }
+    // `validate` reports it on stdout, as it does every fault.
+    let out = hurray(["validate", s(&cut)]);
+    assert_eq!(code(&out), 1);
+    let report = stdout(&out);
+    assert!(
+        report.contains(
+            ": error: truncated: the file is 479 bytes, but its descriptor needs 480 (1 byte missing)"
+        ),
+        "{report}"
+    );
+    let json: Json = serde_json::from_str(&stdout(&hurray(["validate", "--json", s(&cut)]))).unwrap();
+    assert_eq!(json["valid"], false);
+    assert_eq!(json["errors"][0]["rule"], "decode");
+    assert_eq!(
+        json["errors"][0]["message"],
+        "truncated: the file is 479 bytes, but its descriptor needs 480"
+    );
+
+    // A bigger real file cut in half: thousands separators.
+    let (text, _) = random_tns(11, 20_000);
+    let tns = dir.path().join("big.tns");
+    std::fs::write(&tns, &text).unwrap();
+    let big = dir.path().join("big.hurray");
+    ok(["convert", s(&tns), "-o", s(&big), "-q"]);
+    let bytes = std::fs::read(&big).unwrap();
+    assert!(bytes.len() > 100_000, "{} bytes", bytes.len());
+    let half = bytes.len() / 2;
+    std::fs::write(&big, &bytes[..half]).unwrap();
+    let group = |n: usize| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let out = hurray(["inspect", s(&big)]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "hurray: {}: truncated: the file is {} bytes, but its descriptor needs {} ({} bytes missing)\n",
+            big.display(),
+            group(half),
+            group(bytes.len()),
+            group(bytes.len() - half)
+        )
+    );
+}
+
 #[test]
 fn a_closed_stdout_ends_dump_quietly() {
     let dir = tmp();

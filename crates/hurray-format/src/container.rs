@@ -101,51 +101,23 @@ impl<'a> Container<'a> {
 
         // `descriptor_end` is at most 16 + 8 KiB, so the rounding cannot overflow.
         let data_start = descriptor_end.next_multiple_of(BUFFER_ALIGNMENT);
-        let padding = bytes.get(descriptor_end..data_start).ok_or(DecodeError::Truncated {
-            offset: descriptor_end,
-            needed: data_start - descriptor_end,
-            available: bytes.len() - descriptor_end,
-        })?;
-        check_zero(padding, descriptor_end)?;
-
-        let data = bytes.get(data_start..).unwrap_or(&[]);
-        let available = data.len() as u64;
-        let mut previous_end = 0u64;
-        for (index, entry) in descriptor.buffers.iter().enumerate() {
-            let offset = entry.offset;
-            if offset % BUFFER_ALIGNMENT as u64 != 0 {
-                return Err(DecodeError::BufferMisaligned { index, offset, alignment: BUFFER_ALIGNMENT });
-            }
-            if offset < previous_end {
-                return Err(DecodeError::BufferOverlap { index, offset, previous_end });
-            }
-            // `previous_end <= available <= usize::MAX`, so rounding it up cannot overflow u64.
-            let expected = align_up(previous_end).unwrap_or(u64::MAX);
-            if offset > expected {
-                return Err(DecodeError::BufferGap { index, offset, expected });
-            }
-            let end = offset
-                .checked_add(entry.length)
-                .filter(|&end| end <= available)
-                .ok_or(DecodeError::BufferOutOfBounds { index, offset, length: entry.length, available })?;
-            // In range: `previous_end <= offset <= end <= data.len()`.
-            let gap = data.get(previous_end as usize..offset as usize).unwrap_or(&[]);
-            check_zero(gap, data_start + previous_end as usize)?;
-            previous_end = end;
+        // Placement is canonical (docs/format.md §4.3), so a sound table fixes
+        // the file's exact length. The table is checked first, without reading
+        // the data section; then the length, so that a file cut short is
+        // reported as truncated (with both lengths) rather than as whichever
+        // buffer or padding the cut happens to fall in; then the padding bytes,
+        // which by then are all present.
+        let needed = needed_len(&descriptor, data_start as u64)?;
+        let input_len = bytes.len();
+        let file_end = match usize::try_from(needed) {
+            Ok(file_end) if file_end <= input_len => file_end,
+            // `as u64` is lossless: usize is at most 64 bits wide.
+            _ => return Err(DecodeError::TruncatedData { len: input_len as u64, needed }),
+        };
+        if input_len > file_end {
+            return Err(DecodeError::TrailingBytes { offset: file_end, count: input_len - file_end });
         }
-        let file_end = data_start + previous_end as usize;
-        if bytes.len() > file_end {
-            return Err(DecodeError::TrailingBytes { offset: file_end, count: bytes.len() - file_end });
-        }
-        if bytes.len() < file_end {
-            // Only reachable with no buffers and a file that stops inside the padding,
-            // which `padding` above already caught; kept for totality.
-            return Err(DecodeError::Truncated {
-                offset: bytes.len(),
-                needed: file_end - bytes.len(),
-                available: 0,
-            });
-        }
+        check_padding(bytes, &descriptor, descriptor_end, data_start)?;
         Ok(Self { descriptor, bytes, data_start })
     }
 
@@ -181,6 +153,61 @@ impl<'a> Container<'a> {
     pub fn buffer(&self, index: usize) -> Option<&'a [u8]> {
         self.bytes.get(self.buffer_range(index)?)
     }
+}
+
+/// Checks the buffer table against the canonical placement (docs/format.md
+/// §4.4, checks 1-4) and returns the file length it implies: the end of the
+/// last buffer from the start of the file (`data_start` with no buffers).
+/// Reads nothing but the table, and computes every end with checked
+/// arithmetic: a hostile table can name ends beyond `u64`.
+fn needed_len(descriptor: &Descriptor, data_start: u64) -> Result<u64, DecodeError> {
+    // The end of the previous buffer: `end` relative to `data_start` (as the
+    // table's offsets are), `file_end` from the start of the file.
+    let mut end = 0u64;
+    let mut file_end = data_start;
+    for (index, entry) in descriptor.buffers.iter().enumerate() {
+        let offset = entry.offset;
+        if offset % BUFFER_ALIGNMENT as u64 != 0 {
+            return Err(DecodeError::BufferMisaligned { index, offset, alignment: BUFFER_ALIGNMENT });
+        }
+        if offset < end {
+            return Err(DecodeError::BufferOverlap { index, offset, previous_end: end });
+        }
+        // `end + data_start` fits u64 and `data_start >= 64`, so rounding `end`
+        // up to 64 cannot overflow; `u64::MAX` only keeps this total.
+        let expected = align_up(end).unwrap_or(u64::MAX);
+        if offset > expected {
+            return Err(DecodeError::BufferGap { index, offset, expected });
+        }
+        (end, file_end) = offset
+            .checked_add(entry.length)
+            .and_then(|end| Some((end, end.checked_add(data_start)?)))
+            .ok_or(DecodeError::BufferEndOverflow { index, offset, length: entry.length })?;
+    }
+    Ok(file_end)
+}
+
+/// Checks that every padding byte is zero: between the descriptor and
+/// `data_start`, and between buffers (docs/format.md §4.2, §4.4 check 5).
+/// Called once the file is known to be exactly as long as its table says, so
+/// every range here lies inside `bytes`.
+fn check_padding(
+    bytes: &[u8],
+    descriptor: &Descriptor,
+    descriptor_end: usize,
+    data_start: usize,
+) -> Result<(), DecodeError> {
+    check_zero(bytes.get(descriptor_end..data_start).unwrap_or(&[]), descriptor_end)?;
+    let data = bytes.get(data_start..).unwrap_or(&[]);
+    let mut end = 0usize;
+    for entry in descriptor.buffers.iter() {
+        // In range, and so in usize: `end <= offset <= offset + length <= data.len()`.
+        let offset = usize::try_from(entry.offset).unwrap_or(usize::MAX);
+        let length = usize::try_from(entry.length).unwrap_or(usize::MAX);
+        check_zero(data.get(end..offset).unwrap_or(&[]), data_start.saturating_add(end))?;
+        end = offset.saturating_add(length);
+    }
+    Ok(())
 }
 
 fn check_zero(bytes: &[u8], offset: usize) -> Result<(), DecodeError> {

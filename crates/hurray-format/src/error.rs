@@ -7,7 +7,8 @@ use crate::layout::LayoutTag;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
-    /// The input ends inside a field.
+    /// The input ends inside a field of the header or the descriptor. (Once the
+    /// descriptor is read, a short file is [`DecodeError::TruncatedData`].)
     #[error("truncated at byte {offset}: {needed} bytes needed, {available} available")]
     Truncated {
         /// Where the field starts.
@@ -174,19 +175,31 @@ pub enum DecodeError {
         /// Where the canonical layout puts it.
         expected: u64,
     },
-    /// A buffer extends past the end of the input.
-    #[error("buffer {index}: bytes {offset}..{offset}+{length} of the data section lie outside the {available} bytes present")]
-    BufferOutOfBounds {
+    /// A buffer's end, `data_start + offset + length`, does not fit in a `u64`:
+    /// no file can hold it. Only a hostile or corrupt table gets here.
+    #[error("buffer {index}: offset {offset} + length {length} in the data section overflows a 64-bit file length")]
+    BufferEndOverflow {
         /// The buffer index.
         index: usize,
         /// Its offset in the data section.
         offset: u64,
         /// Its length.
         length: u64,
-        /// Bytes in the data section.
-        available: u64,
     },
-    /// Bytes follow the last buffer.
+    /// The file is shorter than its descriptor says: the descriptor and its
+    /// buffer table are sound, and with canonical placement they fix the file's
+    /// exact length, `needed`; the file ends at byte `len`, inside the padding
+    /// after the descriptor or inside (or before) a buffer. Usually a file that
+    /// was cut short in a copy or a download.
+    #[error("truncated: the file is {len} bytes, but its descriptor needs {needed}")]
+    TruncatedData {
+        /// The length of the file (the input).
+        len: u64,
+        /// The length the descriptor and its buffer table call for: the end of
+        /// the last buffer, from the start of the file.
+        needed: u64,
+    },
+    /// Bytes follow the last buffer (the file is longer than its descriptor says).
     #[error("byte {offset}: {count} trailing bytes after the last buffer")]
     TrailingBytes {
         /// Where the trailing bytes start.

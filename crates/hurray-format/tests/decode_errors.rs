@@ -202,6 +202,8 @@ fn every_descriptor_truncation_is_reported_where_it_happens() {
 
 #[test]
 fn truncated_in_the_padding_after_the_descriptor() {
+    // Once the descriptor is read, the file's length is known: a cut in the
+    // padding before the data section is truncation of the whole file.
     let (wire, _) = base();
     let bytes = sample_bytes();
     let end = wire.end();
@@ -209,9 +211,45 @@ fn truncated_in_the_padding_after_the_descriptor() {
     for cut in [end, end + 1, data_start - 1] {
         assert_eq!(
             err(&bytes[..cut]),
-            DecodeError::Truncated { offset: end, needed: data_start - end, available: cut - end }
+            DecodeError::TruncatedData { len: cut as u64, needed: bytes.len() as u64 }
         );
     }
+}
+
+/// Issue 11: a file cut anywhere after its descriptor was reported as
+/// `BufferOutOfBounds` of whichever buffer the cut fell in (or as `Truncated`
+/// padding); it is truncation of the file, with the length the descriptor needs.
+#[test]
+fn every_cut_after_the_descriptor_is_truncated_data() {
+    let (wire, _) = base();
+    let bytes = sample_bytes();
+    let needed = bytes.len() as u64;
+    for cut in wire.end()..bytes.len() {
+        assert_eq!(
+            err(&bytes[..cut]),
+            DecodeError::TruncatedData { len: cut as u64, needed },
+            "cut at {cut}"
+        );
+    }
+    // The spec example (docs/format.md § 11) without its last byte.
+    let spec =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/spec_example.hurray")).unwrap();
+    assert_eq!(spec.len(), 480);
+    let e = err(&spec[..479]);
+    assert_eq!(e, DecodeError::TruncatedData { len: 479, needed: 480 });
+    assert_eq!(e.to_string(), "truncated: the file is 479 bytes, but its descriptor needs 480");
+}
+
+#[test]
+fn an_empty_container_cut_in_its_padding_is_truncated_data() {
+    // No buffers: the file ends at `data_start`.
+    let d = plain(&[1, 2, 3], &[0, 1, 2]);
+    let bytes = encode(&d, &[]);
+    let cut = bytes.len() - 1;
+    assert_eq!(
+        err(&bytes[..cut]),
+        DecodeError::TruncatedData { len: cut as u64, needed: bytes.len() as u64 }
+    );
 }
 
 // ---------------------------------------------------------------- varints
@@ -667,38 +705,100 @@ fn buffer_gap() {
     }
 }
 
+/// A buffer table that is sound but describes more data than the file holds
+/// (a length too large, or the file cut short: the two look the same).
 #[test]
-fn buffer_out_of_bounds() {
+fn truncated_data_when_the_table_runs_past_the_end() {
     let data = vec![0u8; 100];
-    for (rows, index, offset, length) in [
-        (&[(0, 101, 0)][..], 0, 0, 101),
-        (&[(0, 16, 0), (64, 37, 0)], 1, 64, 37),
-        (&[(0, u64::MAX, 0)], 0, 0, u64::MAX),
-        // offset + length overflows u64.
-        (&[(0, 16, 0), (64, u64::MAX, 0)], 1, 64, u64::MAX),
-        (&[(0, 16, 0), (64, u64::MAX - 63, 0)], 1, 64, u64::MAX - 63),
+    let data_start = common::align(base().0.with_buffers(&[(0, 0, 0)]).end()) as u64;
+    for rows in [
+        &[(0, 101, 0)][..],
+        &[(0, 16, 0), (64, 37, 0)],
+        // A zero-length last buffer still starts at its aligned offset, which
+        // the file must reach.
+        &[(0, 100, 0), (128, 0, 0)],
     ] {
+        let bytes = framed(rows, &data);
+        let (offset, length, _) = rows[rows.len() - 1];
         assert_eq!(
-            err(&framed(rows, &data)),
-            DecodeError::BufferOutOfBounds { index, offset, length, available: 100 }
+            err(&bytes),
+            DecodeError::TruncatedData { len: bytes.len() as u64, needed: data_start + offset + length }
         );
     }
     // At the limit: the last buffer ends exactly at the end of the input.
     assert!(Container::decode(&framed(&[(0, 16, 0), (64, 36, 0)], &data)).is_ok());
-    // A valid container cut inside its last buffer.
-    let bytes = sample_bytes();
-    let c = Container::decode(&bytes).unwrap();
-    let last = c.buffer_count() - 1;
-    let range = c.buffer_range(last).unwrap();
-    let entry = c.descriptor().buffers[last];
+    // The largest end that fits u64 is still only truncation.
+    let length = u64::MAX - data_start;
     assert_eq!(
-        err(&bytes[..bytes.len() - 1]),
-        DecodeError::BufferOutOfBounds {
-            index: last,
-            offset: entry.offset,
-            length: entry.length,
-            available: (range.end - 1 - c.data_start()) as u64,
-        }
+        err(&framed(&[(0, length, 0)], &data)),
+        DecodeError::TruncatedData { len: data_start + 100, needed: u64::MAX }
+    );
+    assert_eq!(
+        err(&framed(&[(0, 16, 0), (64, length - 64, 0)], &data)),
+        DecodeError::TruncatedData { len: data_start + 100, needed: u64::MAX }
+    );
+}
+
+/// A buffer whose end does not fit u64 has its own error, not a panic and not
+/// truncation: no file could be long enough.
+#[test]
+fn buffer_end_overflow() {
+    let data = vec![0u8; 100];
+    let data_start = common::align(base().0.with_buffers(&[(0, 0, 0)]).end()) as u64;
+    for (rows, index, offset, length) in [
+        // `data_start + offset + length` is one past u64::MAX.
+        (&[(0, u64::MAX - data_start + 1, 0)][..], 0, 0, u64::MAX - data_start + 1),
+        (&[(0, u64::MAX, 0)], 0, 0, u64::MAX),
+        // `offset + length` alone overflows.
+        (&[(0, 16, 0), (64, u64::MAX, 0)], 1, 64, u64::MAX),
+        (&[(0, 16, 0), (64, u64::MAX - 63, 0)], 1, 64, u64::MAX - 63),
+        (&[(0, 16, 0), (64, u64::MAX - 64 - data_start + 1, 0)], 1, 64, u64::MAX - 64 - data_start + 1),
+    ] {
+        assert_eq!(err(&framed(rows, &data)), DecodeError::BufferEndOverflow { index, offset, length });
+    }
+    // The table is read to its end before the file's length is compared:
+    // an overflow in the last buffer beats a file too short for the first.
+    assert_eq!(
+        err(&framed(&[(0, 200, 0), (256, u64::MAX, 0)], &data)),
+        DecodeError::BufferEndOverflow { index: 1, offset: 256, length: u64::MAX }
+    );
+}
+
+/// Each fault has its own error, in the order of docs/format.md § 4.4: the
+/// table, then the file's length, then the padding bytes.
+#[test]
+fn table_faults_then_length_then_padding() {
+    let data = vec![0u8; 100];
+    // A misplaced buffer is reported even in a truncated file.
+    assert_eq!(
+        err(&framed(&[(0, 16, 0), (65, 1000, 0)], &data)),
+        DecodeError::BufferMisaligned { index: 1, offset: 65, alignment: BUFFER_ALIGNMENT }
+    );
+    assert_eq!(
+        err(&framed(&[(0, 16, 0), (128, 1000, 0)], &data)),
+        DecodeError::BufferGap { index: 1, offset: 128, expected: 64 }
+    );
+    // Truncation is reported before non-zero padding, and so is a trailing byte.
+    let bytes = sample_bytes();
+    let (wire, _) = base();
+    let (_, buffers) = sample();
+    let padding = common::align(wire.end()) + buffers[0].len();
+    let mut dirty = bytes.clone();
+    dirty[padding] = 1;
+    assert_eq!(err(&dirty), DecodeError::NonZeroPadding { offset: padding });
+    assert_eq!(
+        err(&dirty[..bytes.len() - 1]),
+        DecodeError::TruncatedData { len: bytes.len() as u64 - 1, needed: bytes.len() as u64 }
+    );
+    dirty.push(0);
+    assert_eq!(err(&dirty), DecodeError::TrailingBytes { offset: bytes.len(), count: 1 });
+    // The same for the padding after the descriptor.
+    let mut dirty = bytes.clone();
+    dirty[wire.end()] = 1;
+    assert_eq!(err(&dirty), DecodeError::NonZeroPadding { offset: wire.end() });
+    assert_eq!(
+        err(&dirty[..wire.end() + 1]),
+        DecodeError::TruncatedData { len: wire.end() as u64 + 1, needed: bytes.len() as u64 }
     );
 }
 
@@ -722,10 +822,8 @@ fn trailing_bytes() {
     let rows = [(0, 16, 0), (64, 0, 0), (64, 0, 0)];
     let b = framed(&rows, &[0; 64]);
     assert!(Container::decode(&b).is_ok());
-    assert_eq!(
-        err(&framed(&rows, &[0; 16])),
-        DecodeError::BufferOutOfBounds { index: 1, offset: 64, length: 0, available: 16 }
-    );
+    let short = framed(&rows, &[0; 16]);
+    assert_eq!(err(&short), DecodeError::TruncatedData { len: short.len() as u64, needed: b.len() as u64 });
     assert_eq!(err(&framed(&rows, &[0; 65])), DecodeError::TrailingBytes { offset: b.len(), count: 1 });
 }
 
@@ -755,7 +853,8 @@ fn display_names_the_byte_offset_or_buffer_index() {
         (E::BufferMisaligned { index: 77, offset: 1, alignment: 64 }, "buffer 77"),
         (E::BufferOverlap { index: 77, offset: 0, previous_end: 16 }, "buffer 77"),
         (E::BufferGap { index: 77, offset: 128, expected: 64 }, "buffer 77"),
-        (E::BufferOutOfBounds { index: 77, offset: 0, length: 9, available: 8 }, "buffer 77"),
+        (E::BufferEndOverflow { index: 77, offset: 64, length: u64::MAX }, "buffer 77"),
+        (E::TruncatedData { len: 4321, needed: 8642 }, "the file is 4321 bytes"),
         (E::TrailingBytes { offset: 4321, count: 1 }, "byte 4321"),
     ];
     for (error, needle) in cases {

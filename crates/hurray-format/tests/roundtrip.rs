@@ -7,8 +7,8 @@ mod common;
 use common::{data_section, descriptor_bytes, encode, header, planned, slices, Wire};
 use hurray_format::limits::{BUFFER_ALIGNMENT, MAX_RANK};
 use hurray_format::{
-    align_up, BufferEntry, BufferTable, Container, Descriptor, DeviceTag, ElementType, FixedVec, Flags,
-    LayoutTag, ModeOrder, QuantScheme, Quantization, Shape, ShardDescriptor, Statistics,
+    align_up, BufferEntry, BufferTable, Container, DecodeError, Descriptor, DeviceTag, ElementType, FixedVec,
+    Flags, LayoutTag, ModeOrder, QuantScheme, Quantization, Shape, ShardDescriptor, Statistics, HEADER_LEN,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -363,12 +363,22 @@ proptest! {
         decode_checked(&mutated);
     }
 
-    /// Every strict prefix of a valid container is rejected, without panicking.
+    /// Every strict prefix of a valid container is rejected, without
+    /// panicking, as truncated: `Truncated` inside the header or descriptor,
+    /// `TruncatedData` with the full length once the descriptor is complete.
     #[test]
     fn truncations_are_rejected((_, _, bytes) in valid_container(), cut in any::<Index>()) {
         let cut = cut.index(bytes.len());
         prop_assert!(decode_checked(&bytes[..cut]).is_none());
-        prop_assert!(Container::decode(&bytes[..cut]).is_err());
+        let descriptor_end = HEADER_LEN + common::descriptor_len(&bytes);
+        match Container::decode(&bytes[..cut]).unwrap_err() {
+            DecodeError::Truncated { .. } => prop_assert!(cut < descriptor_end, "cut at {}", cut),
+            DecodeError::TruncatedData { len, needed } => {
+                prop_assert!(cut >= descriptor_end, "cut at {}", cut);
+                prop_assert_eq!((len, needed), (cut as u64, bytes.len() as u64));
+            }
+            other => prop_assert!(false, "cut at {}: {:?}", cut, other),
+        }
     }
 
     /// `encode_to_vec` (feature `alloc`) writes the same bytes as `encode_to_slice`.
