@@ -1263,7 +1263,7 @@ fn invariant_cases(out: &mut Cases) {
 
 fn empty_tensor_cases(out: &mut Cases) {
     let e = || empty(&[2, 3, 4], &[0, 1, 2]);
-    let (p0, c0, p1, p2, c2) = (1, 2, 3, 5, 6);
+    let (p0, c0, p1, c1, p2, c2) = (1, 2, 3, 4, 5, 6);
     out.strict(
         "empty-pos0-terminal",
         "terminal-count",
@@ -1317,6 +1317,24 @@ fn empty_tensor_cases(out: &mut Cases) {
         "terminal-count",
         "empty tensor with crd_2 = [0] (pos_2 still [0])",
         &e().replace(c2, &[], &[0]),
+    );
+    // Invariants 1-5 hold in these two, but the empty form does not: with
+    // nnz = 0 no level stores a node (csf-layout § Storage Invariants).
+    out.strict(
+        "empty-form-childless-level-0",
+        "empty-form",
+        "nnz 0 with pos_0 = [0,1], crd_0 = [0], pos_1 = [0,0], pos_2 = [0]: a level-0 node without children",
+        &e().replace(p0, &[0, 0], &[0, 1]).replace(c0, &[], &[0]).replace(p1, &[0], &[0, 0]),
+    );
+    out.strict(
+        "empty-form-childless-level-1",
+        "empty-form",
+        "nnz 0 with pos_0 = [0,1], crd_0 = [0], pos_1 = [0,1], crd_1 = [2], pos_2 = [0,0]: a path ending above the leaves",
+        &e().replace(p0, &[0, 0], &[0, 1])
+            .replace(c0, &[], &[0])
+            .replace(p1, &[0], &[0, 1])
+            .replace(c1, &[], &[2])
+            .replace(p2, &[0], &[0, 0]),
     );
     out.strict(
         "empty-values-nonempty",

@@ -170,7 +170,30 @@ pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Resul
                 .in_buffer(csf::crd_buffer(leaf)),
         )?;
     }
+    check_empty_form(view, sink)?;
     check_values(view, sink)
+}
+
+/// csf-layout § Storage Invariants, the empty tensor: with `nnz = 0`, `pos_0`
+/// MUST be `[0, 0]`, every `crd_L` empty and `pos_L = [0]` for `L >= 1`.
+/// Invariants 1-5 alone admit interior nodes with no children (`pos_0 = [0, 1]`,
+/// `crd_0 = [0]`, `pos_1 = [0, 0]`, ...), so this is a rule of its own. Given
+/// the sizes and invariants 1-3, "every `crd_L` is empty" is the whole form;
+/// the leaf level is invariant 3's (`n_{rank-1} = nnz`, [`Rule::LeafCount`]),
+/// so only the interior levels are checked here, one violation per level.
+fn check_empty_form(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+    if view.nnz() != 0 {
+        return Ok(());
+    }
+    let interior = view.rank().saturating_sub(1);
+    for level in 0..interior {
+        let nodes = view.node_count(level);
+        if nodes > 0 {
+            let v = Violation::new(Rule::EmptyForm, nodes as u64, 0);
+            sink.violation(v.at_level(level).in_buffer(csf::crd_buffer(level)))?;
+        }
+    }
+    Ok(())
 }
 
 /// The level's bound, only when `mode_order` is a permutation (a broken one is

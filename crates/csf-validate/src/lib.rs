@@ -134,7 +134,7 @@ fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop>
 /// Check order: the `mode_order` permutation (strict), the descriptor rules
 /// (buffer table, quantization, `byte_offset`, shard, statistics), the buffer
 /// sizes, then the storage invariants level by level (within a level in
-/// element order), then the value contents.
+/// element order), then the empty-tensor form, then the value contents.
 pub fn validate_with<'a>(container: &Container<'a>, mode: Mode, sink: &mut dyn Sink) -> Option<CsfView<'a>> {
     structure::check_container(container, mode, sink).ok().flatten()
 }

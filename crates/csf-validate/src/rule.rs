@@ -88,6 +88,10 @@ rules! {
     SiblingOrder = "sibling-order", "csf-layout § Storage Invariants 4", false;
     /// Invariant 5: `crd_L[i] < shape[mode_order[L]]`.
     CoordinateBounds = "coordinate-bounds", "csf-layout § Storage Invariants 5", false;
+    /// The empty-tensor form: with `nnz = 0`, an interior level stores a node
+    /// (`pos_0` must be `[0, 0]`, every `crd_L` empty, `pos_L = [0]` for `L >= 1`).
+    /// The leaf level is [`Rule::LeafCount`]'s.
+    EmptyForm = "empty-form", "csf-layout § Storage Invariants (empty tensor)", false;
     /// Unused value bits are not zero: the high nibble after an odd count of
     /// 4-bit values, or the top two bits of an FP6 byte.
     ValuesPadding = "values-padding", "format.md § Data model (sub-byte packing)", false;
@@ -186,6 +190,11 @@ impl fmt::Display for Violation {
             Rule::CoordinateBounds => {
                 write!(f, "coordinate {found} is not below the level's bound {expected}")
             }
+            Rule::EmptyForm => write!(
+                f,
+                "nnz is 0 but the level stores {found} node(s); an empty tensor stores none \
+                 (pos_0 = [0, 0], every crd_L empty, pos_L = [0] for L >= 1)"
+            ),
             Rule::ValuesPadding => write!(f, "unused bits of a values byte are {found:#x}, must be 0"),
             Rule::BoolValue => write!(f, "bool value byte is {found}, must be 0 or 1"),
         }?;

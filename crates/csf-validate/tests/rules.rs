@@ -114,6 +114,49 @@ fn leaf_count_compares_the_leaf_level_with_nnz() {
     assert_eq!(both(&t), (Rule::LeafCount, Some(2), Some(6), None, 4, 5));
 }
 
+/// A tree of shape [2, 3, 4] with nnz = 0 and the given levels.
+fn empty_tree(levels: Vec<(Vec<u64>, Vec<u64>)>) -> Tree {
+    Tree { nnz: 0, values: vec![], levels, ..Tree::spec_example() }
+}
+
+#[test]
+fn empty_form_rejects_interior_nodes_when_nnz_is_0() {
+    // The spec's empty form (csf-layout § Storage Invariants) is valid.
+    let form = empty_tree(vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])]);
+    assert!(validate_view(form.view(&form.level_bytes())).is_ok());
+
+    // Invariants 1-5 hold, but level 0 stores a node without children:
+    // pos_0 = [0, 1] where the empty form has [0, 0].
+    let childless_root = empty_tree(vec![(vec![0, 1], vec![0]), (vec![0, 0], vec![]), (vec![0], vec![])]);
+    assert_eq!(both(&childless_root), (Rule::EmptyForm, Some(0), Some(2), None, 1, 0));
+
+    // A path that stops one level above the leaves: levels 0 and 1 each
+    // report, the leaf level is empty (and leaf-count's anyway).
+    let path = empty_tree(vec![(vec![0, 1], vec![0]), (vec![0, 1], vec![2]), (vec![0, 0], vec![])]);
+    assert_eq!(both(&path), (Rule::EmptyForm, Some(0), Some(2), None, 1, 0));
+    let file = path.encode();
+    let container = Container::decode(&file).unwrap();
+    let r = report(&container, Mode::Strict, 100);
+    assert_eq!(
+        r.errors.iter().map(at).collect::<Vec<_>>(),
+        [(Rule::EmptyForm, Some(0), Some(2), None, 1, 0), (Rule::EmptyForm, Some(1), Some(4), None, 1, 0)]
+    );
+    assert!(r.warnings.is_empty(), "no childless-node warning on top of the error: {:?}", r.warnings);
+    assert!(!Rule::EmptyForm.is_structural());
+
+    // Permissive mode relaxes it (docs/format.md § 7.4), and the accessors
+    // give the empty tensor's answers.
+    let view = validate_permissive(&container).expect("permissive relaxes the empty form");
+    let mut n = 0;
+    view.for_each(|_, _| n += 1);
+    assert_eq!(n, 0);
+    assert_eq!(view.find(&[0, 2, 0]), Ok(None));
+
+    // nnz = 0 with a non-empty leaf level stays invariant 3's.
+    let leafy = empty_tree(vec![(vec![0, 1], vec![0]), (vec![0, 1], vec![2]), (vec![0, 1], vec![3])]);
+    assert_eq!(both(&leafy), (Rule::LeafCount, Some(2), Some(6), None, 1, 0));
+}
+
 #[test]
 fn sibling_order_reports_the_offending_child() {
     let mut t = Tree::spec_example();
