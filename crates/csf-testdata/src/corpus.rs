@@ -582,6 +582,45 @@ fn quantization_cases(out: &mut Cases) {
     let fp8 = quantized_as(ElementType::F8E5M2, &[48.0, 56.0, 64.0, 80.0], per_tensor(), f32s(&[0.125]));
     out.valid("valid-quantization-fp8-per-tensor", "f8e5m2 values with one f32 per-tensor scale", &fp8);
 
+    // Parameter buffers are packed as § 2.1 prescribes (§ 5.7.1): an odd
+    // count of 4-bit zero points leaves an unused high nibble that MUST be 0.
+    let i4_channels = |zero_points: Vec<u8>| {
+        quantized_as(
+            ElementType::I4,
+            &[1.0, -2.0, 3.0, 4.0],
+            Quantization {
+                scheme: QuantScheme::PerChannel,
+                axis: 1,
+                zero_point_type: Some(ElementType::I4),
+                ..per_tensor()
+            },
+            f32s(&[0.5, 0.25, 1.0]),
+        )
+        .with(|f| f.buffers.push((zero_points, HOST)))
+    };
+    out.valid(
+        "valid-quantization-i4-zero-points",
+        "i4 values, per-channel on axis 1 (3 groups): i4 zero points [0,1,2] in bytes 10 02, the unused nibble zero",
+        &i4_channels(vec![0x10, 0x02]),
+    );
+    out.strict(
+        "values-padding-zero-points-i4",
+        "values-padding",
+        "i4 per-channel zero points (3 groups) in bytes 10 f2: the unused high nibble of the zero-point buffer (index 8) is 0xf",
+        &i4_channels(vec![0x10, 0xf2]),
+    );
+    out.strict(
+        "values-padding-zero-points-u4-per-tensor",
+        "values-padding",
+        "u4 values, per-tensor with one u4 zero point in byte 35: its unused high nibble is 3",
+        &quantized_as(
+            ElementType::U4,
+            &[1.0, 2.0, 3.0, 4.0],
+            Quantization { zero_point_type: Some(ElementType::U4), ..per_tensor() },
+            f32s(&[0.5]),
+        )
+        .with(|f| f.buffers.push((vec![0x35], HOST))),
+    );
     out.strict(
         "quantization-types-nf4-over-i8",
         "quantization-types",

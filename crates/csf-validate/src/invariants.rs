@@ -4,8 +4,8 @@
 //! which is either a native `&[u64]` (little-endian machine, aligned buffer:
 //! the common case, and the fast one) or a [`U64Array`] read byte-wise.
 
+use hurray_format::csf;
 use hurray_format::le::U64Array;
-use hurray_format::{csf, Packing};
 
 use csf_core::CsfView;
 
@@ -149,7 +149,8 @@ pub(crate) fn check_sizes(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(),
     Ok(())
 }
 
-/// Every storage invariant (and the value-content rules): one pass per level.
+/// Every storage invariant, then the value-content rules of `docs/format.md`
+/// § 2.1 on the values and parameter buffers: one pass per level.
 pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
     let mut parents = 1usize;
     for (level, lvl) in view.levels().iter().enumerate() {
@@ -171,7 +172,7 @@ pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Resul
         )?;
     }
     check_empty_form(view, sink)?;
-    check_values(view, sink)
+    crate::contents::check_contents(view, sink)
 }
 
 /// csf-layout § Storage Invariants, the empty tensor: with `nnz = 0`, `pos_0`
@@ -229,54 +230,4 @@ fn check_level_maybe_parallel(
     sink: &mut dyn Sink,
 ) -> Result<(), Stop> {
     check_level(spec, pos, crd, sink)
-}
-
-/// The data model's rules on value bytes (`docs/format.md` § 2.1).
-fn check_values(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
-    let values = view.values();
-    let bytes = values.as_bytes();
-    let ty = values.element_type();
-    let buffer = csf::VALUES_BUFFER;
-    if ty.values_len(view.nnz()) != Some(bytes.len() as u64) {
-        // The size rule reported it; the content checks assume the size is right.
-        return Ok(());
-    }
-    match ty.packing() {
-        Packing::SubByte { bits, per_byte } => {
-            let used = (view.nnz() % u64::from(per_byte)) as u32 * u32::from(bits);
-            if let (Some(&last), true) = (bytes.last(), used > 0) {
-                let spare = u32::from(last) >> used;
-                if spare != 0 {
-                    let index = bytes.len() as u64 - 1;
-                    sink.violation(
-                        Violation::new(Rule::ValuesPadding, u64::from(spare), 0)
-                            .in_buffer(buffer)
-                            .at_index(index),
-                    )?;
-                }
-            }
-        }
-        Packing::Bytes(_) if ty == hurray_format::ElementType::Bool => {
-            for (i, &b) in bytes.iter().enumerate() {
-                if b > 1 {
-                    sink.violation(
-                        Violation::new(Rule::BoolValue, u64::from(b), 1).in_buffer(buffer).at_index(i as u64),
-                    )?;
-                }
-            }
-        }
-        // FP6 sits in the low six bits of its byte; the top two are padding.
-        Packing::Bytes(_)
-            if matches!(ty, hurray_format::ElementType::F6E2M3 | hurray_format::ElementType::F6E3M2) =>
-        {
-            for (i, &b) in bytes.iter().enumerate() {
-                if b & 0xc0 != 0 {
-                    let v = Violation::new(Rule::ValuesPadding, u64::from(b >> 6), 0);
-                    sink.violation(v.in_buffer(buffer).at_index(i as u64))?;
-                }
-            }
-        }
-        Packing::Bytes(_) => {}
-    }
-    Ok(())
 }

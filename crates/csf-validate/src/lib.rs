@@ -9,6 +9,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+mod contents;
 mod invariants;
 #[cfg(feature = "parallel")]
 mod parallel;

@@ -92,11 +92,14 @@ rules! {
     /// (`pos_0` must be `[0, 0]`, every `crd_L` empty, `pos_L = [0]` for `L >= 1`).
     /// The leaf level is [`Rule::LeafCount`]'s.
     EmptyForm = "empty-form", "csf-layout § Storage Invariants (empty tensor)", false;
-    /// Unused value bits are not zero: the high nibble after an odd count of
-    /// 4-bit values, or the top two bits of an FP6 byte.
-    ValuesPadding = "values-padding", "format.md § Data model (sub-byte packing)", false;
-    /// A `bool` value is neither 0 nor 1.
-    BoolValue = "bool-value", "format.md § Data model (bool)", false;
+    /// Unused element bits are not zero: the high nibble after an odd count
+    /// of 4-bit elements, or the top two bits of an FP6 byte. It applies to
+    /// the values buffer and, since format.md § 5.7.1 packs them the same way,
+    /// to the quantization-parameter buffers; `buffer` says which.
+    ValuesPadding = "values-padding", "format.md § 2.1 (sub-byte packing, FP6)", false;
+    /// A `bool` element is neither 0 nor 1 (in the values buffer or, were a
+    /// scheme to allow `bool` parameters, a parameter buffer).
+    BoolValue = "bool-value", "format.md § 2.1 (bool)", false;
 }
 
 /// One broken rule, with where and what.
@@ -195,8 +198,8 @@ impl fmt::Display for Violation {
                 "nnz is 0 but the level stores {found} node(s); an empty tensor stores none \
                  (pos_0 = [0, 0], every crd_L empty, pos_L = [0] for L >= 1)"
             ),
-            Rule::ValuesPadding => write!(f, "unused bits of a values byte are {found:#x}, must be 0"),
-            Rule::BoolValue => write!(f, "bool value byte is {found}, must be 0 or 1"),
+            Rule::ValuesPadding => write!(f, "unused bits of an element byte are {found:#x}, must be 0"),
+            Rule::BoolValue => write!(f, "bool element byte is {found}, must be 0 or 1"),
         }?;
         let mut sep = " (";
         if let Some(level) = self.level {

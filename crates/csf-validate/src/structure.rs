@@ -130,11 +130,8 @@ fn check_quantization(d: &Descriptor, q: &Quantization, sink: &mut dyn Sink) -> 
         sink.violation(Violation::new(Rule::QuantizationBlockSize, q.block_size, block_wanted.unwrap_or(1)))?;
     }
     // Sizes: one element per group.
-    let groups = match q.scheme {
-        QuantScheme::PerTensor => Some(1),
-        QuantScheme::PerChannel => d.shape.get(q.axis as usize).copied(),
-        _ => (q.block_size > 0).then(|| d.nnz.div_ceil(q.block_size)),
-    };
+    let axis = usize::try_from(q.axis).unwrap_or(usize::MAX);
+    let groups = crate::contents::groups(q.scheme, axis, q.block_size, &d.shape, d.nnz);
     let params = [(q.scale_type, first), (q.zero_point_type.unwrap_or(q.scale_type), first + 1)];
     for (ty, buffer) in params.into_iter().take(1 + usize::from(q.zero_point_type.is_some())) {
         let (Some(groups), Some(entry)) = (groups, d.buffers.get(buffer)) else { continue };

@@ -317,6 +317,75 @@ fn values_padding_and_bool_values() {
     assert_eq!(both(&t), (Rule::BoolValue, None, Some(0), Some(3), 0xff, 1));
 }
 
+/// The spec example with i4 values (4 leaves: 2 bytes), quantized per channel
+/// on axis 1 (extent 3: three groups) with f32 scales and `zero_points` as
+/// the i4 zero-point buffer (index 8 = 2 * 3 + 2).
+fn i4_per_channel(zero_points: Vec<u8>) -> Vec<u8> {
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.element_type = ElementType::I4;
+    d.quantization = Some(Quantization {
+        scheme: QuantScheme::PerChannel,
+        axis: 1,
+        zero_point_type: Some(ElementType::I4),
+        ..per_tensor()
+    });
+    let mut buffers = t.buffers();
+    buffers[0] = vec![0x21, 0x43];
+    buffers.push([0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect());
+    buffers.push(zero_points);
+    encode(&d, &buffers)
+}
+
+#[test]
+fn parameter_buffers_keep_the_data_model_rules() {
+    // Three i4 zero points [0, 1, 2] fill one and a half bytes; the high
+    // nibble of the second byte is unused and MUST be zero (format.md § 2.1,
+    // which § 5.7.1 applies to parameter buffers).
+    let good = i4_per_channel(vec![0x10, 0x02]);
+    assert!(validate(&Container::decode(&good).unwrap()).is_ok());
+    let bad = i4_per_channel(vec![0x10, 0xf2]);
+    assert_eq!(at(&file_error(&bad)), (Rule::ValuesPadding, None, Some(8), Some(1), 0xf, 0));
+    // A content rule, like the values buffer's: permissive mode skips it.
+    assert!(validate_permissive(&Container::decode(&bad).unwrap()).is_ok());
+
+    // The same through validate_view, with the quantization attached to a view.
+    let t = Tree { element_type: ElementType::I4, values: vec![0x21, 0x43], ..Tree::spec_example() };
+    let bytes = t.level_bytes();
+    let scales: Vec<u8> = [0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect();
+    let zero_points = [0x10u8, 0xf2];
+    let quant = csf_core::Quantized {
+        scheme: QuantScheme::PerChannel,
+        axis: 1,
+        block_size: 0,
+        scales: csf_core::Values::new(ElementType::F32, &scales),
+        zero_points: Some(csf_core::Values::new(ElementType::I4, &zero_points)),
+    };
+    let v = validate_view(t.view(&bytes).with_quantization(quant)).unwrap_err();
+    assert_eq!(at(&v), (Rule::ValuesPadding, None, Some(8), Some(1), 0xf, 0));
+
+    // Per-block groups: block_size 3 over 4 leaves is 2 groups, one byte of
+    // i4 zero points with both nibbles used, so nothing is padding.
+    let mut d = Tree::spec_example().descriptor();
+    d.element_type = ElementType::I4;
+    d.quantization = Some(Quantization {
+        scheme: QuantScheme::PerBlock,
+        block_size: 3,
+        zero_point_type: Some(ElementType::I4),
+        ..per_tensor()
+    });
+    let mut buffers = Tree::spec_example().buffers();
+    buffers[0] = vec![0x21, 0x43];
+    buffers.push([0.5f32, 0.25].iter().flat_map(|s| s.to_le_bytes()).collect());
+    buffers.push(vec![0xf1]);
+    assert!(validate(&Container::decode(&encode(&d, &buffers)).unwrap()).is_ok());
+    // Block size 4: one group, so the high nibble is padding.
+    d.quantization = Some(Quantization { block_size: 4, ..d.quantization.unwrap() });
+    buffers[7] = 0.5f32.to_le_bytes().to_vec();
+    buffers[8] = vec![0x11];
+    assert_eq!(at(&file_error(&encode(&d, &buffers))), (Rule::ValuesPadding, None, Some(8), Some(0), 0x1, 0));
+}
+
 // ----------------------------------------------------------------------------
 // Descriptor rules, on files.
 
