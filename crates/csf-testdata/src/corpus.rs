@@ -802,14 +802,14 @@ fn valid_cases(out: &mut Cases) {
     );
     out.valid(
         "valid-statistics-zero-extent",
-        "statistics on shape [2,0,4]: nnz 0; the element count is 0, so sparsity_ratio is not checked",
+        "statistics on shape [2,0,4]: nnz 0; the element count is 0, the ratio undefined, so sparsity_ratio is not checked",
         &empty(&[2, 0, 4], &[0, 1, 2]).with(|f| {
             f.desc.statistics = Some(Statistics { nnz: 0, sparsity_ratio: 1.0, min: None, max: None });
         }),
     );
     out.valid(
         "valid-statistics-huge-shape",
-        "statistics on shape [2^64-1; 3]: the element count overflows u64, so sparsity_ratio is not checked",
+        "statistics on shape [2^64-1; 3], nnz 3: the element count overflows u64; 1 - 3/total is 1.0 in binary64, as recorded",
         &huge_file.clone().with(|f| {
             f.desc.statistics =
                 Some(Statistics { nnz: 3, sparsity_ratio: 1.0, min: Some(1.0), max: Some(3.0) });
@@ -822,6 +822,32 @@ fn valid_cases(out: &mut Cases) {
         "valid-sparsity-ratio-warning",
         "statistics sparsity_ratio 0.5 instead of 1 - 4/24: a SHOULD, so valid with a warning",
         &warned,
+    );
+    out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
+    let two32 = 1u64 << 32;
+    let single = File::new(
+        ElementType::F32,
+        &[two32; 3],
+        &[0, 1, 2],
+        1,
+        &[(vec![0, 1], vec![0]), (vec![0, 1], vec![0]), (vec![0, 1], vec![0])],
+        1.0f32.to_le_bytes().to_vec(),
+    );
+    out.valid(
+        "valid-sparsity-ratio-warning-huge-shape",
+        "shape [2^32; 3] (2^96 elements, past u64), nnz 1, sparsity_ratio 0.5: expected 1.0, a warning",
+        &single.with(|f| {
+            f.desc.statistics =
+                Some(Statistics { nnz: 1, sparsity_ratio: 0.5, min: Some(1.0), max: Some(1.0) });
+        }),
+    );
+    out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
+    out.valid(
+        "valid-sparsity-ratio-warning-nan",
+        "spec example whose statistics sparsity_ratio is NaN: never within the tolerance, a warning",
+        &spec().with(|f| {
+            f.desc.statistics = Some(Statistics { sparsity_ratio: f64::NAN, ..spec_statistics() });
+        }),
     );
     out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
 

@@ -232,7 +232,8 @@ pub enum Warning {
     SparsityRatio {
         /// The ratio stored.
         found: f64,
-        /// The ratio the shape and nnz give.
+        /// The ratio the shape and nnz give, computed as `docs/format.md`
+        /// § 5.6 prescribes (binary64; 1.0 once the element count overflows it).
         expected: f64,
     },
 }

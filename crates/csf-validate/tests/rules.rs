@@ -708,6 +708,89 @@ fn warnings_never_make_a_file_invalid() {
     assert!(r.is_valid() && r.warnings.is_empty());
 }
 
+/// The sparsity-ratio warnings (found, expected) strict validation gives for
+/// a file of `shape` with a single non-zero at the origin, or no non-zero
+/// when an extent is 0, whose statistics record `ratio`.
+fn sparsity_warnings(shape: &[u64], ratio: f64) -> Vec<(u64, u64)> {
+    let nnz = u64::from(!shape.contains(&0));
+    let levels = (0..shape.len())
+        .map(|l| match (nnz, l) {
+            (1, _) => (vec![0, 1], vec![0]),
+            (_, 0) => (vec![0, 0], vec![]),
+            _ => (vec![0], vec![]),
+        })
+        .collect();
+    let t = Tree {
+        element_type: ElementType::U8,
+        shape: shape.to_vec(),
+        mode_order: (0..shape.len() as u32).collect(),
+        nnz,
+        levels,
+        values: vec![7; nnz as usize],
+    };
+    let mut d = t.descriptor();
+    d.statistics = Some(Statistics { nnz, sparsity_ratio: ratio, min: None, max: None });
+    let file = encode(&d, &t.buffers());
+    let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 10);
+    assert!(r.is_valid(), "a SHOULD never makes a file invalid: {r:?}");
+    r.warnings
+        .iter()
+        .map(|w| match w {
+            Warning::SparsityRatio { found, expected } => (found.to_bits(), expected.to_bits()),
+            other => panic!("unexpected warning {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn sparsity_ratio_is_checked_on_every_shape() {
+    let two32 = 1u64 << 32;
+    let bits = |x: f64| x.to_bits();
+    // Total 2^96 overflows u64 (and 1 - 2^-96 rounds to 1.0 in binary64).
+    let huge = [two32; 3];
+    assert_eq!(sparsity_warnings(&huge, 0.5), [(bits(0.5), bits(1.0))]);
+    assert_eq!(sparsity_warnings(&huge, 1.0), []);
+    assert_eq!(sparsity_warnings(&huge, 1.0 - f64::EPSILON / 2.0), [], "within the tolerance");
+    assert_eq!(sparsity_warnings(&huge, 1.0 - 2e-9), [(bits(1.0 - 2e-9), bits(1.0))]);
+    // Rank 64, extents 2^64 - 1: the total overflows u128 and binary64 (the
+    // product is +inf), and 1 - nnz / inf = 1.0.
+    let widest = [u64::MAX; 64];
+    assert_eq!(sparsity_warnings(&widest, 1.0), []);
+    assert_eq!(sparsity_warnings(&widest, 0.0), [(bits(0.0), bits(1.0))]);
+    // A total between 2^53 and 2^64: not exact in binary64, still no false warning.
+    let big = [(1 << 30) + 1, (1 << 30) + 3, 3];
+    let total = ((1u128 << 30) + 1) * ((1u128 << 30) + 3) * 3;
+    assert!(total > 1 << 53);
+    assert_eq!(sparsity_warnings(&big, 1.0 - 1.0 / total as f64), []);
+    assert_eq!(sparsity_warnings(&big, 1.0), [], "1 - 2^-62 is 1.0 within the tolerance");
+
+    // A zero extent: 0 elements, the ratio is undefined, nothing is compared.
+    for ratio in [0.0, 1.0, 0.5, f64::NAN, f64::INFINITY] {
+        assert_eq!(sparsity_warnings(&[2, 0, 4], ratio), [], "ratio {ratio}");
+    }
+    // A zero extent after the product has overflowed: still no comparison (inf * 0 would be NaN).
+    let mut zero_late = vec![u64::MAX; 63];
+    zero_late.push(0);
+    assert_eq!(sparsity_warnings(&zero_late, 0.25), []);
+
+    // NaN and infinities never equal a ratio.
+    let one = [1, 1, 1]; // 1 element, 1 non-zero: ratio 0
+    assert_eq!(sparsity_warnings(&one, 0.0), []);
+    assert_eq!(sparsity_warnings(&one, -0.0), []);
+    for ratio in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let w = sparsity_warnings(&one, ratio);
+        assert_eq!(w, [(bits(ratio), bits(0.0))], "ratio {ratio}");
+    }
+
+    // The tolerance: an absolute 1e-9 (docs/format.md § 5.6), inclusive.
+    let spec = [2, 3, 4];
+    let expected = 1.0 - 1.0 / 24.0;
+    assert_eq!(sparsity_warnings(&spec, expected + 0.9e-9), []);
+    assert_eq!(sparsity_warnings(&spec, expected - 0.9e-9), []);
+    assert_eq!(sparsity_warnings(&spec, expected + 1.1e-9), [(bits(expected + 1.1e-9), bits(expected))]);
+    assert_eq!(sparsity_warnings(&spec, expected - 1.1e-9), [(bits(expected - 1.1e-9), bits(expected))]);
+}
+
 #[test]
 fn permissive_mode_enforces_exactly_the_structural_rules() {
     // Non-structural breakages pass permissive validation, and the accessors work on them.
