@@ -102,9 +102,10 @@ const TYPE_CASES: [&str; 22] = [
 
 /// The ids of the structural rules, the ones permissive mode enforces too
 /// (`csf_validate::Rule::is_structural`): everything but what csf-layout.txt
-/// lets a permissive reader skip (the `mode_order` permutation and the storage
-/// invariants) and the value-content rules. The corpus test checks this list
-/// against the validator.
+/// lets a permissive reader skip (the `mode_order` permutation, the storage
+/// invariants and the empty-tensor form) and the value-content rules
+/// (`docs/format.md` § 7.4). The corpus test checks this list against the
+/// validator.
 pub const STRUCTURAL_RULES: &[&str] = &[
     "rank-below-3",
     "rank-above-64",
@@ -850,6 +851,26 @@ fn valid_cases(out: &mut Cases) {
         }),
     );
     out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
+
+    // The spec is silent on interior nodes without children in a non-empty
+    // tensor; docs/format.md § 7.5 makes them a SHOULD NOT: valid, warned about.
+    out.valid(
+        "valid-childless-nodes-warning",
+        "shape [3,3,4], the spec example's 4 non-zeros plus childless level-0 node 2 and level-1 node 1: valid, one warning per level",
+        &File::new(
+            ElementType::F32,
+            &[3, 3, 4],
+            &[0, 1, 2],
+            4,
+            &[
+                (vec![0, 3], vec![0, 1, 2]),
+                (vec![0, 3, 4, 4], vec![0, 1, 2, 1]),
+                (vec![0, 1, 1, 2, 4], vec![1, 3, 0, 2]),
+            ],
+            values_bytes(ElementType::F32, &[1.0, 2.0, 3.0, 4.0]),
+        ),
+    );
+    out.0.last_mut().expect("just pushed").warnings = &["childless-nodes", "childless-nodes"];
 
     out.valid(
         "valid-quantization",

@@ -36,11 +36,15 @@ pub enum Mode {
     /// Every MUST of the CSF spec and of `docs/format.md` (the default).
     #[default]
     Strict,
-    /// Skips what csf-layout.txt lets a permissive reader skip: the
-    /// `mode_order` permutation check and the storage invariants (the rules
-    /// whose [`Rule::is_structural`] is false). What remains is O(rank) and
-    /// reads no index array: trusted data at full speed. The accessors of
-    /// `csf-core` stay total on whatever it lets through.
+    /// Skips what csf-layout.txt lets a permissive reader skip, the
+    /// `mode_order` permutation check and the storage invariants with the
+    /// empty-tensor form (the leaf `crd` size among them, as invariant 3), and
+    /// the value-content rules of `docs/format.md` § 2.1: the rules whose
+    /// [`Rule::is_structural`] is false (`docs/format.md` § 7.4 gives each
+    /// rule's mode and the reason). What remains is O(rank) and reads no index
+    /// array: trusted data at full speed. For the same reason it gives no
+    /// [`Warning::ChildlessNodes`]. The accessors of `csf-core` stay total on
+    /// whatever it lets through.
     Permissive,
 }
 

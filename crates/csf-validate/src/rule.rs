@@ -25,15 +25,20 @@ macro_rules! rules {
                 match self { $( Rule::$variant => $clause, )* }
             }
 
-            /// Whether permissive mode enforces it too. csf-layout.txt lets a
-            /// reader in permissive mode skip exactly two things: the check that
-            /// `mode_order` is a permutation, and the storage invariants. Every
-            /// other MUST (rank, buffer table, buffer sizes, `byte_offset`,
-            /// sharding, quantization devices, statistics `nnz`) holds in both
+            /// Whether permissive mode enforces it too (`docs/format.md` § 7.4
+            /// has the table). csf-layout.txt lets a reader in permissive mode
+            /// skip two things: the check that `mode_order` is a permutation,
+            /// and the storage invariants, whose paragraph includes the
+            /// empty-tensor form (the leaf `crd` size is invariant 3's
+            /// `n_{rank-1} = nnz`, so it goes with them). Every other MUST
+            /// (rank, buffer table, buffer sizes, `byte_offset`, sharding,
+            /// quantization devices and rules, statistics `nnz`) holds in both
             /// modes; all of those are O(rank) checks of the descriptor and of
             /// buffer lengths, so permissive validation never reads an index
             /// array and runs in constant time per level. The value-content
-            /// rules of `docs/format.md` are skipped too.
+            /// rules of `docs/format.md` § 2.1 (bool bytes, unused bits) are
+            /// skipped too: they read every value byte, and the accessors
+            /// never let the unused bits change a value.
             pub const fn is_structural(self) -> bool {
                 match self { $( Rule::$variant => $structural, )* }
             }
@@ -223,7 +228,7 @@ impl fmt::Display for Violation {
 
 impl core::error::Error for Violation {}
 
-/// A SHOULD of the spec that the tensor does not follow. Never an error.
+/// A SHOULD (of the spec, or of `docs/format.md`) that the tensor does not follow. Never an error.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Warning {
@@ -236,6 +241,17 @@ pub enum Warning {
         /// § 5.6 prescribes (binary64; 1.0 once the element count overflows it).
         expected: f64,
     },
+    /// Interior nodes without children in a non-empty tensor
+    /// (`docs/format.md` § 7.5: a writer SHOULD NOT store them). One warning
+    /// per level, so that their number is bounded by the rank, not the input.
+    ChildlessNodes {
+        /// The level of the childless nodes (an interior level, `< rank - 1`).
+        level: usize,
+        /// The first childless node: its index in `crd_level`.
+        first: u64,
+        /// How many nodes of the level have no children.
+        count: u64,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -246,6 +262,11 @@ impl fmt::Display for Warning {
                 "statistics sparsity_ratio is {found}, expected 1 - nnz / total_elements = {expected} \
                  [sparsity-ratio; csf-layout § Interaction with Statistics Section (SHOULD)]"
             ),
+            Warning::ChildlessNodes { level, first, count } => write!(
+                f,
+                "{count} interior node(s) of level {level} have no children, the first is node {first} \
+                 of crd_{level} [childless-nodes; format.md § 7.5 (SHOULD NOT)]"
+            ),
         }
     }
 }
@@ -255,6 +276,7 @@ impl Warning {
     pub const fn id(&self) -> &'static str {
         match self {
             Warning::SparsityRatio { .. } => "sparsity-ratio",
+            Warning::ChildlessNodes { .. } => "childless-nodes",
         }
     }
 }

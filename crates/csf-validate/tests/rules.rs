@@ -791,6 +791,66 @@ fn sparsity_ratio_is_checked_on_every_shape() {
     assert_eq!(sparsity_warnings(&spec, expected - 1.1e-9), [(bits(expected - 1.1e-9), bits(expected))]);
 }
 
+/// The childless-node warnings of a file: (level, first node, count).
+fn childless_warnings(file: &[u8], mode: Mode) -> Vec<(usize, u64, u64)> {
+    let r = report(&Container::decode(file).unwrap(), mode, 10);
+    assert!(r.is_valid(), "a SHOULD NOT never makes a file invalid: {r:?}");
+    r.warnings
+        .iter()
+        .map(|w| match *w {
+            Warning::ChildlessNodes { level, first, count } => (level, first, count),
+            other => panic!("unexpected warning {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn childless_interior_nodes_are_a_warning() {
+    // Shape [3, 3, 4]: the spec example's non-zeros, plus level-0 node 2
+    // (i = 2) with no children, and level-1 node 1 (i = 0, j = 1) with none.
+    let t = Tree {
+        shape: vec![3, 3, 4],
+        levels: vec![
+            (vec![0, 3], vec![0, 1, 2]),
+            (vec![0, 3, 4, 4], vec![0, 1, 2, 1]),
+            (vec![0, 1, 1, 2, 4], vec![1, 3, 0, 2]),
+        ],
+        ..Tree::spec_example()
+    };
+    let bytes = t.level_bytes();
+    let view = validate_view(t.view(&bytes)).expect("valid: the spec is silent on childless nodes");
+    assert_eq!(view.get_f64(&[1, 1, 2]).unwrap(), 4.0);
+    let file = t.encode();
+    assert_eq!(childless_warnings(&file, Mode::Strict), [(0, 2, 1), (1, 1, 1)]);
+    // Permissive mode reads no index array, so it does not look for them.
+    assert_eq!(childless_warnings(&file, Mode::Permissive), []);
+    let w = &report(&Container::decode(&file).unwrap(), Mode::Strict, 10).warnings[0];
+    assert_eq!(w.id(), "childless-nodes");
+    for part in ["level 0", "node 2", "SHOULD NOT", "7.5"] {
+        assert!(w.to_string().contains(part), "{w} lacks {part:?}");
+    }
+
+    // Several at one level: one warning, the first node and the count.
+    let mut many = t.clone();
+    many.shape = vec![3, 4, 4];
+    many.levels[1] = (vec![0, 4, 5, 5], vec![0, 1, 2, 3, 1]);
+    many.levels[2] = (vec![0, 1, 1, 2, 2, 4], vec![1, 3, 0, 2]);
+    assert_eq!(childless_warnings(&many.encode(), Mode::Strict), [(0, 2, 1), (1, 1, 2)]);
+
+    // The spec example has none, and an empty tensor's nodes are the
+    // empty-form error's, not this warning's (see empty_form_rejects_...).
+    assert_eq!(childless_warnings(&Tree::spec_example().encode(), Mode::Strict), []);
+
+    // An empty slice in a broken pos is the violation's artefact, not a
+    // stored node: no warning on a level that breaks a rule.
+    for (level, pos) in [(1, vec![0, 2, 3, 3]), (1, vec![0, 2, 2]), (2, vec![1, 1, 2, 4])] {
+        let mut broken = Tree::spec_example();
+        *broken.pos(level) = pos;
+        let r = report(&Container::decode(&broken.encode()).unwrap(), Mode::Strict, 10);
+        assert!(!r.errors.is_empty() && r.warnings.is_empty(), "{r:?}");
+    }
+}
+
 #[test]
 fn permissive_mode_enforces_exactly_the_structural_rules() {
     // Non-structural breakages pass permissive validation, and the accessors work on them.
@@ -888,5 +948,27 @@ mod parallel {
             let r = same_both_ways(&tree.encode());
             assert!(!r.errors.is_empty(), "{name}: the corruption is reported");
         }
+    }
+
+    #[test]
+    fn childless_nodes_are_warned_about_on_the_parallel_path() {
+        // Drop the children of two level-1 nodes in different chunks: still
+        // valid, and the clean-level fast path must not swallow the warning.
+        let mut t = large();
+        let mut dropped = Vec::new();
+        for k in [70_000, 150_000] {
+            let (start, end) = (t.levels[2].0[k] as usize, t.levels[2].0[k + 1] as usize);
+            assert!(end > start);
+            t.crd(2).drain(start..end);
+            t.values.drain(start * 4..end * 4);
+            for p in &mut t.pos(2)[k + 1..] {
+                *p -= (end - start) as u64;
+            }
+            t.nnz -= (end - start) as u64;
+            dropped.push(k);
+        }
+        let r = same_both_ways(&t.encode());
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.warnings, [Warning::ChildlessNodes { level: 1, first: dropped[0] as u64, count: 2 }]);
     }
 }
