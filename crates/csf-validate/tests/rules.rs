@@ -851,6 +851,54 @@ fn childless_interior_nodes_are_a_warning() {
     }
 }
 
+/// `bytes` with `bytes[at]` changed from `was` to `now` (offsets of
+/// docs/format.md § 11.3 and § 11.4 for the spec example).
+fn patched(bytes: &[u8], at: usize, was: u8, now: u8) -> Vec<u8> {
+    assert_eq!(bytes[at], was, "byte {at:#x}");
+    let mut out = bytes.to_vec();
+    out[at] = now;
+    out
+}
+
+/// The README's "What validation does not detect": corruptions that turn the
+/// spec example into another well-formed tensor pass strict validation with
+/// no error and no warning (docs/format.md has no checksum). If one of these
+/// starts failing, the README is out of date.
+#[test]
+fn undetectable_corruptions_pass_strict_validation() {
+    let file = Tree::spec_example().encode();
+    let clean = |bytes: &[u8]| {
+        let c = Container::decode(bytes).expect("decodes");
+        let r = report(&c, Mode::Strict, 10);
+        assert!(r.is_valid() && r.warnings.is_empty(), "{r:?}");
+        let view = validate(&c).expect("valid").into_view();
+        (view.shape().to_vec(), view.get_f64(&[0, 0, 1]).unwrap(), view.get_f64(&[0, 2, 2]).unwrap())
+    };
+    assert_eq!(clean(&file), (vec![2, 3, 4], 1.0, 0.0));
+    // Values: 1.0f32 is 00 00 80 3f at 0x40; bit 0 of its top byte is exponent bit 1.
+    assert_eq!(clean(&patched(&file, 0x43, 0x3f, 0x3e)).1, 0.25);
+    // Shape: shape[2] at 0x15, 4 -> 5 and 4 -> 6.
+    assert_eq!(clean(&patched(&file, 0x15, 0x04, 0x05)).0, [2, 3, 5]);
+    assert_eq!(clean(&patched(&file, 0x15, 0x04, 0x06)).0, [2, 3, 6]);
+    // Device tags: the values buffer's (0x20), pos_1's (0x2b), and a reserved tag on pos_0 (0x23).
+    clean(&patched(&file, 0x20, 0x00, 0x01));
+    clean(&patched(&file, 0x2b, 0x00, 0x01));
+    clean(&patched(&file, 0x23, 0x00, 0x80));
+    // crd_2[1] (at 0x1c8) is alone in its fiber: 3 -> 2 moves the value 2.0 from (0, 2, 3) to (0, 2, 2).
+    assert_eq!(clean(&patched(&file, 0x1c8, 0x03, 0x02)).2, 2.0);
+    // Another permutation as mode_order, on a shape where every coordinate still fits.
+    let mut cube = Tree { shape: vec![4, 4, 4], ..Tree::spec_example() };
+    assert!(validate_view(cube.view(&cube.level_bytes())).is_ok());
+    cube.mode_order = vec![0, 2, 1];
+    clean(&cube.encode());
+    // Statistics min and max are not compared with the values.
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.statistics =
+        Some(Statistics { nnz: 4, sparsity_ratio: 1.0 - 4.0 / 24.0, min: Some(-7.0), max: Some(1e9) });
+    clean(&encode(&d, &t.buffers()));
+}
+
 #[test]
 fn permissive_mode_enforces_exactly_the_structural_rules() {
     // Non-structural breakages pass permissive validation, and the accessors work on them.
