@@ -113,7 +113,10 @@ pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>,
 }
 
 /// Strictly validates a view built from parts (no descriptor): `mode_order`,
-/// every storage invariant, the level and values sizes.
+/// the quantization attached with `CsfView::with_quantization`, if any
+/// (`docs/format.md` § 5.7: types, axis, block size, parameter sizes), the
+/// level and values sizes, every storage invariant with the empty-tensor
+/// form, and the contents of the values and parameter buffers.
 ///
 /// # Errors
 /// The first [`Violation`].
@@ -128,6 +131,9 @@ pub fn validate_view(view: CsfView<'_>) -> Result<ValidCsf<'_>, Violation> {
 
 fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
     structure::check_mode_order(view.mode_order(), sink)?;
+    if let Some(q) = view.quantization() {
+        structure::check_quantization(&structure::QuantFields::from_view(view, q), sink)?;
+    }
     invariants::check_sizes(view, sink)?;
     invariants::check_invariants(view, sink)
 }

@@ -386,6 +386,37 @@ fn parameter_buffers_keep_the_data_model_rules() {
     assert_eq!(at(&file_error(&encode(&d, &buffers))), (Rule::ValuesPadding, None, Some(8), Some(0), 0x1, 0));
 }
 
+#[test]
+fn validate_view_checks_an_attached_quantization() {
+    // The spec example with i8 values, quantized per channel on axis 1
+    // (extent 3): three f32 scales, built from parts.
+    let t = Tree { element_type: ElementType::I8, values: vec![1, 0xfe, 3, 4], ..Tree::spec_example() };
+    let bytes = t.level_bytes();
+    let three: Vec<u8> = [0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect();
+    fn quant(scheme: QuantScheme, axis: usize, block_size: u64, scales: &[u8]) -> csf_core::Quantized<'_> {
+        csf_core::Quantized {
+            scheme,
+            axis,
+            block_size,
+            scales: csf_core::Values::new(ElementType::F32, scales),
+            zero_points: None,
+        }
+    }
+    let checked =
+        |q| validate_view(t.view(&bytes).with_quantization(q)).map(|v| v.get_dequantized(&[1, 1, 2]));
+    assert_eq!(checked(quant(QuantScheme::PerChannel, 1, 0, &three)), Ok(Ok(4.0 * 0.25)));
+    // Two scales for three channels: the third channel's leaves would have no scale.
+    let v = checked(quant(QuantScheme::PerChannel, 1, 0, &three[..8])).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationSize, None, Some(7), None, 8, 12));
+    // NF4 over i8 values, an axis outside the rank, a block scheme without blocks.
+    let v = checked(quant(QuantScheme::Nf4, 0, 2, &three[..8])).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationTypes, None, Some(0), None, 0x01, 3));
+    let v = checked(quant(QuantScheme::PerChannel, 3, 0, &three)).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationAxis, None, None, None, 3, 3));
+    let v = checked(quant(QuantScheme::PerBlock, 0, 0, &three[..4])).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationBlockSize, None, None, None, 0, 1));
+}
+
 // ----------------------------------------------------------------------------
 // Descriptor rules, on files.
 
