@@ -83,6 +83,12 @@ pub(crate) fn violation(c: &Container<'_>) -> Option<&'static str> {
     if parents as u64 != d.nnz {
         return Some("3. n_(rank-1) = nnz");
     }
+    // The empty form: nnz = 0 means no level stores a node.
+    if d.nnz == 0
+        && (0..rank).any(|level| words(c, csf::crd_buffer(level)).is_some_and(|crd| !crd.is_empty()))
+    {
+        return Some("empty tensor: every crd_L is empty");
+    }
     values_violation(d.element_type, d.nnz, c.buffer(csf::VALUES_BUFFER).unwrap_or_default())
 }
 

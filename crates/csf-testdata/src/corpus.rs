@@ -102,9 +102,10 @@ const TYPE_CASES: [&str; 22] = [
 
 /// The ids of the structural rules, the ones permissive mode enforces too
 /// (`csf_validate::Rule::is_structural`): everything but what csf-layout.txt
-/// lets a permissive reader skip (the `mode_order` permutation and the storage
-/// invariants) and the value-content rules. The corpus test checks this list
-/// against the validator.
+/// lets a permissive reader skip (the `mode_order` permutation, the storage
+/// invariants and the empty-tensor form) and the value-content rules
+/// (`docs/format.md` § 7.4). The corpus test checks this list against the
+/// validator.
 pub const STRUCTURAL_RULES: &[&str] = &[
     "rank-below-3",
     "rank-above-64",
@@ -582,6 +583,45 @@ fn quantization_cases(out: &mut Cases) {
     let fp8 = quantized_as(ElementType::F8E5M2, &[48.0, 56.0, 64.0, 80.0], per_tensor(), f32s(&[0.125]));
     out.valid("valid-quantization-fp8-per-tensor", "f8e5m2 values with one f32 per-tensor scale", &fp8);
 
+    // Parameter buffers are packed as § 2.1 prescribes (§ 5.7.1): an odd
+    // count of 4-bit zero points leaves an unused high nibble that MUST be 0.
+    let i4_channels = |zero_points: Vec<u8>| {
+        quantized_as(
+            ElementType::I4,
+            &[1.0, -2.0, 3.0, 4.0],
+            Quantization {
+                scheme: QuantScheme::PerChannel,
+                axis: 1,
+                zero_point_type: Some(ElementType::I4),
+                ..per_tensor()
+            },
+            f32s(&[0.5, 0.25, 1.0]),
+        )
+        .with(|f| f.buffers.push((zero_points, HOST)))
+    };
+    out.valid(
+        "valid-quantization-i4-zero-points",
+        "i4 values, per-channel on axis 1 (3 groups): i4 zero points [0,1,2] in bytes 10 02, the unused nibble zero",
+        &i4_channels(vec![0x10, 0x02]),
+    );
+    out.strict(
+        "values-padding-zero-points-i4",
+        "values-padding",
+        "i4 per-channel zero points (3 groups) in bytes 10 f2: the unused high nibble of the zero-point buffer (index 8) is 0xf",
+        &i4_channels(vec![0x10, 0xf2]),
+    );
+    out.strict(
+        "values-padding-zero-points-u4-per-tensor",
+        "values-padding",
+        "u4 values, per-tensor with one u4 zero point in byte 35: its unused high nibble is 3",
+        &quantized_as(
+            ElementType::U4,
+            &[1.0, 2.0, 3.0, 4.0],
+            Quantization { zero_point_type: Some(ElementType::U4), ..per_tensor() },
+            f32s(&[0.5]),
+        )
+        .with(|f| f.buffers.push((vec![0x35], HOST))),
+    );
     out.strict(
         "quantization-types-nf4-over-i8",
         "quantization-types",
@@ -763,14 +803,14 @@ fn valid_cases(out: &mut Cases) {
     );
     out.valid(
         "valid-statistics-zero-extent",
-        "statistics on shape [2,0,4]: nnz 0; the element count is 0, so sparsity_ratio is not checked",
+        "statistics on shape [2,0,4]: nnz 0; the element count is 0, the ratio undefined, so sparsity_ratio is not checked",
         &empty(&[2, 0, 4], &[0, 1, 2]).with(|f| {
             f.desc.statistics = Some(Statistics { nnz: 0, sparsity_ratio: 1.0, min: None, max: None });
         }),
     );
     out.valid(
         "valid-statistics-huge-shape",
-        "statistics on shape [2^64-1; 3]: the element count overflows u64, so sparsity_ratio is not checked",
+        "statistics on shape [2^64-1; 3], nnz 3: the element count overflows u64; 1 - 3/total is 1.0 in binary64, as recorded",
         &huge_file.clone().with(|f| {
             f.desc.statistics =
                 Some(Statistics { nnz: 3, sparsity_ratio: 1.0, min: Some(1.0), max: Some(3.0) });
@@ -785,6 +825,52 @@ fn valid_cases(out: &mut Cases) {
         &warned,
     );
     out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
+    let two32 = 1u64 << 32;
+    let single = File::new(
+        ElementType::F32,
+        &[two32; 3],
+        &[0, 1, 2],
+        1,
+        &[(vec![0, 1], vec![0]), (vec![0, 1], vec![0]), (vec![0, 1], vec![0])],
+        1.0f32.to_le_bytes().to_vec(),
+    );
+    out.valid(
+        "valid-sparsity-ratio-warning-huge-shape",
+        "shape [2^32; 3] (2^96 elements, past u64), nnz 1, sparsity_ratio 0.5: expected 1.0, a warning",
+        &single.with(|f| {
+            f.desc.statistics =
+                Some(Statistics { nnz: 1, sparsity_ratio: 0.5, min: Some(1.0), max: Some(1.0) });
+        }),
+    );
+    out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
+    out.valid(
+        "valid-sparsity-ratio-warning-nan",
+        "spec example whose statistics sparsity_ratio is NaN: never within the tolerance, a warning",
+        &spec().with(|f| {
+            f.desc.statistics = Some(Statistics { sparsity_ratio: f64::NAN, ..spec_statistics() });
+        }),
+    );
+    out.0.last_mut().expect("just pushed").warnings = &["sparsity-ratio"];
+
+    // The spec is silent on interior nodes without children in a non-empty
+    // tensor; docs/format.md § 7.5 makes them a SHOULD NOT: valid, warned about.
+    out.valid(
+        "valid-childless-nodes-warning",
+        "shape [3,3,4], the spec example's 4 non-zeros plus childless level-0 node 2 and level-1 node 1: valid, one warning per level",
+        &File::new(
+            ElementType::F32,
+            &[3, 3, 4],
+            &[0, 1, 2],
+            4,
+            &[
+                (vec![0, 3], vec![0, 1, 2]),
+                (vec![0, 3, 4, 4], vec![0, 1, 2, 1]),
+                (vec![0, 1, 1, 2, 4], vec![1, 3, 0, 2]),
+            ],
+            values_bytes(ElementType::F32, &[1.0, 2.0, 3.0, 4.0]),
+        ),
+    );
+    out.0.last_mut().expect("just pushed").warnings = &["childless-nodes", "childless-nodes"];
 
     out.valid(
         "valid-quantization",
@@ -1263,7 +1349,7 @@ fn invariant_cases(out: &mut Cases) {
 
 fn empty_tensor_cases(out: &mut Cases) {
     let e = || empty(&[2, 3, 4], &[0, 1, 2]);
-    let (p0, c0, p1, p2, c2) = (1, 2, 3, 5, 6);
+    let (p0, c0, p1, c1, p2, c2) = (1, 2, 3, 4, 5, 6);
     out.strict(
         "empty-pos0-terminal",
         "terminal-count",
@@ -1317,6 +1403,24 @@ fn empty_tensor_cases(out: &mut Cases) {
         "terminal-count",
         "empty tensor with crd_2 = [0] (pos_2 still [0])",
         &e().replace(c2, &[], &[0]),
+    );
+    // Invariants 1-5 hold in these two, but the empty form does not: with
+    // nnz = 0 no level stores a node (csf-layout § Storage Invariants).
+    out.strict(
+        "empty-form-childless-level-0",
+        "empty-form",
+        "nnz 0 with pos_0 = [0,1], crd_0 = [0], pos_1 = [0,0], pos_2 = [0]: a level-0 node without children",
+        &e().replace(p0, &[0, 0], &[0, 1]).replace(c0, &[], &[0]).replace(p1, &[0], &[0, 0]),
+    );
+    out.strict(
+        "empty-form-childless-level-1",
+        "empty-form",
+        "nnz 0 with pos_0 = [0,1], crd_0 = [0], pos_1 = [0,1], crd_1 = [2], pos_2 = [0,0]: a path ending above the leaves",
+        &e().replace(p0, &[0, 0], &[0, 1])
+            .replace(c0, &[], &[0])
+            .replace(p1, &[0], &[0, 1])
+            .replace(c1, &[], &[2])
+            .replace(p2, &[0], &[0, 0]),
     );
     out.strict(
         "empty-values-nonempty",

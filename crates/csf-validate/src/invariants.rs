@@ -4,12 +4,12 @@
 //! which is either a native `&[u64]` (little-endian machine, aligned buffer:
 //! the common case, and the fast one) or a [`U64Array`] read byte-wise.
 
+use hurray_format::csf;
 use hurray_format::le::U64Array;
-use hurray_format::{csf, Packing};
 
 use csf_core::CsfView;
 
-use crate::rule::{Rule, Violation};
+use crate::rule::{Rule, Violation, Warning};
 use crate::sink::{Sink, Stop};
 
 /// A read-only array of `u64`s.
@@ -63,12 +63,16 @@ impl Words for U64Array<'_> {
 #[derive(Clone, Copy)]
 pub(crate) struct LevelSpec {
     pub(crate) level: usize,
-    /// `n_{L-1}` (1 for level 0: the virtual root). Read only by the parallel
-    /// fast path (the size rule itself is `check_sizes`').
-    #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
+    /// `n_{L-1}` (1 for level 0: the virtual root). The size rule itself is
+    /// `check_sizes`'; here it tells whether `pos_L` has its size.
     pub(crate) parents: usize,
     /// `shape[mode_order[L]]`, or `None` when `mode_order` is broken (already reported).
     pub(crate) extent: Option<u64>,
+    /// Whether to warn about parents (nodes of level `L - 1`) without
+    /// children: for `L >= 1` of a non-empty tensor. (Level 0's parent is the
+    /// virtual root, and with `nnz = 0` every stored node is an
+    /// [`Rule::EmptyForm`] error instead.)
+    pub(crate) warn_childless: bool,
 }
 
 fn clamp(v: u64, n: usize) -> usize {
@@ -82,6 +86,7 @@ pub(crate) fn check_level<W: Words>(
     crd: W,
     sink: &mut dyn Sink,
 ) -> Result<(), Stop> {
+    let sink = &mut Noting { sink, any: false };
     let level = spec.level;
     let pos_buffer = csf::pos_buffer(level);
     let crd_buffer = csf::crd_buffer(level);
@@ -93,10 +98,17 @@ pub(crate) fn check_level<W: Words>(
     if let Some(first) = pos.first().filter(|&v| v != 0) {
         sink.violation(at(Rule::PosStart, first, 0, pos_buffer, 0))?;
     }
-    // Invariant 2.
+    // Invariant 2. In the same pass, the parents whose slice is empty:
+    // format.md § 7.5's childless interior nodes (a warning, once per level).
+    let mut childless: Option<(usize, u64)> = None;
     for (k, (a, b)) in pos.iter().zip(pos.iter().skip(1)).enumerate() {
         if b < a {
             sink.violation(at(Rule::PosDecreasing, b, a, pos_buffer, k + 1))?;
+        } else if b == a && spec.warn_childless {
+            match &mut childless {
+                Some((_, count)) => *count = count.saturating_add(1),
+                None => childless = Some((k, 1)),
+            }
         }
     }
     // Invariant 3: the terminal entry equals n_L.
@@ -126,7 +138,31 @@ pub(crate) fn check_level<W: Words>(
             }
         }
     }
+    // Only on a level that is otherwise sound: an empty slice in a broken
+    // `pos` (an extra entry, a short terminal, a bad start) is an artefact of
+    // the violation already reported, not a node a writer stored.
+    let sound = !sink.any && pos.len() == spec.parents.saturating_add(1);
+    if let (Some((first, count)), Some(parent_level), true) = (childless, level.checked_sub(1), sound) {
+        sink.warning(Warning::ChildlessNodes { level: parent_level, first: first as u64, count });
+    }
     Ok(())
+}
+
+/// Passes everything on to `sink`, noting whether a violation went by.
+struct Noting<'s> {
+    sink: &'s mut dyn Sink,
+    any: bool,
+}
+
+impl Sink for Noting<'_> {
+    fn violation(&mut self, violation: Violation) -> Result<(), Stop> {
+        self.any = true;
+        self.sink.violation(violation)
+    }
+
+    fn warning(&mut self, warning: Warning) {
+        self.sink.warning(warning);
+    }
 }
 
 /// § Buffer Size for the levels and the values: O(rank), reads no array.
@@ -149,11 +185,13 @@ pub(crate) fn check_sizes(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(),
     Ok(())
 }
 
-/// Every storage invariant (and the value-content rules): one pass per level.
+/// Every storage invariant, then the value-content rules of `docs/format.md`
+/// § 2.1 on the values and parameter buffers: one pass per level.
 pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
     let mut parents = 1usize;
     for (level, lvl) in view.levels().iter().enumerate() {
-        let spec = LevelSpec { level, parents, extent: view_extent(view, level) };
+        let warn_childless = level > 0 && view.nnz() > 0;
+        let spec = LevelSpec { level, parents, extent: view_extent(view, level), warn_childless };
         match (lvl.pos.as_native(), lvl.crd.as_native()) {
             (Some(pos), Some(crd)) => check_level_maybe_parallel(spec, pos, crd, sink)?,
             _ => check_level(spec, lvl.pos, lvl.crd, sink)?,
@@ -170,7 +208,30 @@ pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Resul
                 .in_buffer(csf::crd_buffer(leaf)),
         )?;
     }
-    check_values(view, sink)
+    check_empty_form(view, sink)?;
+    crate::contents::check_contents(view, sink)
+}
+
+/// csf-layout § Storage Invariants, the empty tensor: with `nnz = 0`, `pos_0`
+/// MUST be `[0, 0]`, every `crd_L` empty and `pos_L = [0]` for `L >= 1`.
+/// Invariants 1-5 alone admit interior nodes with no children (`pos_0 = [0, 1]`,
+/// `crd_0 = [0]`, `pos_1 = [0, 0]`, ...), so this is a rule of its own. Given
+/// the sizes and invariants 1-3, "every `crd_L` is empty" is the whole form;
+/// the leaf level is invariant 3's (`n_{rank-1} = nnz`, [`Rule::LeafCount`]),
+/// so only the interior levels are checked here, one violation per level.
+fn check_empty_form(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+    if view.nnz() != 0 {
+        return Ok(());
+    }
+    let interior = view.rank().saturating_sub(1);
+    for level in 0..interior {
+        let nodes = view.node_count(level);
+        if nodes > 0 {
+            let v = Violation::new(Rule::EmptyForm, nodes as u64, 0);
+            sink.violation(v.at_level(level).in_buffer(csf::crd_buffer(level)))?;
+        }
+    }
+    Ok(())
 }
 
 /// The level's bound, only when `mode_order` is a permutation (a broken one is
@@ -206,54 +267,4 @@ fn check_level_maybe_parallel(
     sink: &mut dyn Sink,
 ) -> Result<(), Stop> {
     check_level(spec, pos, crd, sink)
-}
-
-/// The data model's rules on value bytes (`docs/format.md` § 2.1).
-fn check_values(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
-    let values = view.values();
-    let bytes = values.as_bytes();
-    let ty = values.element_type();
-    let buffer = csf::VALUES_BUFFER;
-    if ty.values_len(view.nnz()) != Some(bytes.len() as u64) {
-        // The size rule reported it; the content checks assume the size is right.
-        return Ok(());
-    }
-    match ty.packing() {
-        Packing::SubByte { bits, per_byte } => {
-            let used = (view.nnz() % u64::from(per_byte)) as u32 * u32::from(bits);
-            if let (Some(&last), true) = (bytes.last(), used > 0) {
-                let spare = u32::from(last) >> used;
-                if spare != 0 {
-                    let index = bytes.len() as u64 - 1;
-                    sink.violation(
-                        Violation::new(Rule::ValuesPadding, u64::from(spare), 0)
-                            .in_buffer(buffer)
-                            .at_index(index),
-                    )?;
-                }
-            }
-        }
-        Packing::Bytes(_) if ty == hurray_format::ElementType::Bool => {
-            for (i, &b) in bytes.iter().enumerate() {
-                if b > 1 {
-                    sink.violation(
-                        Violation::new(Rule::BoolValue, u64::from(b), 1).in_buffer(buffer).at_index(i as u64),
-                    )?;
-                }
-            }
-        }
-        // FP6 sits in the low six bits of its byte; the top two are padding.
-        Packing::Bytes(_)
-            if matches!(ty, hurray_format::ElementType::F6E2M3 | hurray_format::ElementType::F6E3M2) =>
-        {
-            for (i, &b) in bytes.iter().enumerate() {
-                if b & 0xc0 != 0 {
-                    let v = Violation::new(Rule::ValuesPadding, u64::from(b >> 6), 0);
-                    sink.violation(v.in_buffer(buffer).at_index(i as u64))?;
-                }
-            }
-        }
-        Packing::Bytes(_) => {}
-    }
-    Ok(())
 }

@@ -10,6 +10,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+mod contents;
 mod invariants;
 #[cfg(feature = "parallel")]
 mod parallel;
@@ -36,11 +37,15 @@ pub enum Mode {
     /// Every MUST of the CSF spec and of `docs/format.md` (the default).
     #[default]
     Strict,
-    /// Skips what csf-layout.txt lets a permissive reader skip: the
-    /// `mode_order` permutation check and the storage invariants (the rules
-    /// whose [`Rule::is_structural`] is false). What remains is O(rank) and
-    /// reads no index array: trusted data at full speed. The accessors of
-    /// `csf-core` stay total on whatever it lets through.
+    /// Skips what csf-layout.txt lets a permissive reader skip, the
+    /// `mode_order` permutation check and the storage invariants with the
+    /// empty-tensor form (the leaf `crd` size among them, as invariant 3), and
+    /// the value-content rules of `docs/format.md` § 2.1: the rules whose
+    /// [`Rule::is_structural`] is false (`docs/format.md` § 7.4 gives each
+    /// rule's mode and the reason). What remains is O(rank) and reads no index
+    /// array: trusted data at full speed. For the same reason it gives no
+    /// [`Warning::ChildlessNodes`]. The accessors of `csf-core` stay total on
+    /// whatever it lets through.
     Permissive,
 }
 
@@ -109,7 +114,10 @@ pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>,
 }
 
 /// Strictly validates a view built from parts (no descriptor): `mode_order`,
-/// every storage invariant, the level and values sizes.
+/// the quantization attached with `CsfView::with_quantization`, if any
+/// (`docs/format.md` § 5.7: types, axis, block size, parameter sizes), the
+/// level and values sizes, every storage invariant with the empty-tensor
+/// form, and the contents of the values and parameter buffers.
 ///
 /// # Errors
 /// The first [`Violation`].
@@ -124,6 +132,9 @@ pub fn validate_view(view: CsfView<'_>) -> Result<ValidCsf<'_>, Violation> {
 
 fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
     structure::check_mode_order(view.mode_order(), sink)?;
+    if let Some(q) = view.quantization() {
+        structure::check_quantization(&structure::QuantFields::from_view(view, q), sink)?;
+    }
     invariants::check_sizes(view, sink)?;
     invariants::check_invariants(view, sink)
 }
@@ -135,7 +146,7 @@ fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop>
 /// Check order: the `mode_order` permutation (strict), the descriptor rules
 /// (buffer table, quantization, `byte_offset`, shard, statistics), the buffer
 /// sizes, then the storage invariants level by level (within a level in
-/// element order), then the value contents.
+/// element order), then the empty-tensor form, then the value contents.
 pub fn validate_with<'a>(container: &Container<'a>, mode: Mode, sink: &mut dyn Sink) -> Option<CsfView<'a>> {
     structure::check_container(container, mode, sink).ok().flatten()
 }

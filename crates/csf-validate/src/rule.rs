@@ -25,15 +25,20 @@ macro_rules! rules {
                 match self { $( Rule::$variant => $clause, )* }
             }
 
-            /// Whether permissive mode enforces it too. csf-layout.txt lets a
-            /// reader in permissive mode skip exactly two things: the check that
-            /// `mode_order` is a permutation, and the storage invariants. Every
-            /// other MUST (rank, buffer table, buffer sizes, `byte_offset`,
-            /// sharding, quantization devices, statistics `nnz`) holds in both
+            /// Whether permissive mode enforces it too (`docs/format.md` § 7.4
+            /// has the table). csf-layout.txt lets a reader in permissive mode
+            /// skip two things: the check that `mode_order` is a permutation,
+            /// and the storage invariants, whose paragraph includes the
+            /// empty-tensor form (the leaf `crd` size is invariant 3's
+            /// `n_{rank-1} = nnz`, so it goes with them). Every other MUST
+            /// (rank, buffer table, buffer sizes, `byte_offset`, sharding,
+            /// quantization devices and rules, statistics `nnz`) holds in both
             /// modes; all of those are O(rank) checks of the descriptor and of
             /// buffer lengths, so permissive validation never reads an index
             /// array and runs in constant time per level. The value-content
-            /// rules of `docs/format.md` are skipped too.
+            /// rules of `docs/format.md` § 2.1 (bool bytes, unused bits) are
+            /// skipped too: they read every value byte, and the accessors
+            /// never let the unused bits change a value.
             pub const fn is_structural(self) -> bool {
                 match self { $( Rule::$variant => $structural, )* }
             }
@@ -88,11 +93,18 @@ rules! {
     SiblingOrder = "sibling-order", "csf-layout § Storage Invariants 4", false;
     /// Invariant 5: `crd_L[i] < shape[mode_order[L]]`.
     CoordinateBounds = "coordinate-bounds", "csf-layout § Storage Invariants 5", false;
-    /// Unused value bits are not zero: the high nibble after an odd count of
-    /// 4-bit values, or the top two bits of an FP6 byte.
-    ValuesPadding = "values-padding", "format.md § Data model (sub-byte packing)", false;
-    /// A `bool` value is neither 0 nor 1.
-    BoolValue = "bool-value", "format.md § Data model (bool)", false;
+    /// The empty-tensor form: with `nnz = 0`, an interior level stores a node
+    /// (`pos_0` must be `[0, 0]`, every `crd_L` empty, `pos_L = [0]` for `L >= 1`).
+    /// The leaf level is [`Rule::LeafCount`]'s.
+    EmptyForm = "empty-form", "csf-layout § Storage Invariants (empty tensor)", false;
+    /// Unused element bits are not zero: the high nibble after an odd count
+    /// of 4-bit elements, or the top two bits of an FP6 byte. It applies to
+    /// the values buffer and, since format.md § 5.7.1 packs them the same way,
+    /// to the quantization-parameter buffers; `buffer` says which.
+    ValuesPadding = "values-padding", "format.md § 2.1 (sub-byte packing, FP6)", false;
+    /// A `bool` element is neither 0 nor 1 (in the values buffer or, were a
+    /// scheme to allow `bool` parameters, a parameter buffer).
+    BoolValue = "bool-value", "format.md § 2.1 (bool)", false;
 }
 
 /// One broken rule, with where and what.
@@ -186,8 +198,13 @@ impl fmt::Display for Violation {
             Rule::CoordinateBounds => {
                 write!(f, "coordinate {found} is not below the level's bound {expected}")
             }
-            Rule::ValuesPadding => write!(f, "unused bits of a values byte are {found:#x}, must be 0"),
-            Rule::BoolValue => write!(f, "bool value byte is {found}, must be 0 or 1"),
+            Rule::EmptyForm => write!(
+                f,
+                "nnz is 0 but the level stores {found} node(s); an empty tensor stores none \
+                 (pos_0 = [0, 0], every crd_L empty, pos_L = [0] for L >= 1)"
+            ),
+            Rule::ValuesPadding => write!(f, "unused bits of an element byte are {found:#x}, must be 0"),
+            Rule::BoolValue => write!(f, "bool element byte is {found}, must be 0 or 1"),
         }?;
         let mut sep = " (";
         if let Some(level) = self.level {
@@ -211,7 +228,7 @@ impl fmt::Display for Violation {
 
 impl core::error::Error for Violation {}
 
-/// A SHOULD of the spec that the tensor does not follow. Never an error.
+/// A SHOULD (of the spec, or of `docs/format.md`) that the tensor does not follow. Never an error.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Warning {
@@ -220,8 +237,20 @@ pub enum Warning {
     SparsityRatio {
         /// The ratio stored.
         found: f64,
-        /// The ratio the shape and nnz give.
+        /// The ratio the shape and nnz give, computed as `docs/format.md`
+        /// § 5.6 prescribes (binary64; 1.0 once the element count overflows it).
         expected: f64,
+    },
+    /// Interior nodes without children in a non-empty tensor
+    /// (`docs/format.md` § 7.5: a writer SHOULD NOT store them). One warning
+    /// per level, so that their number is bounded by the rank, not the input.
+    ChildlessNodes {
+        /// The level of the childless nodes (an interior level, `< rank - 1`).
+        level: usize,
+        /// The first childless node: its index in `crd_level`.
+        first: u64,
+        /// How many nodes of the level have no children.
+        count: u64,
     },
 }
 
@@ -233,6 +262,11 @@ impl fmt::Display for Warning {
                 "statistics sparsity_ratio is {found}, expected 1 - nnz / total_elements = {expected} \
                  [sparsity-ratio; csf-layout § Interaction with Statistics Section (SHOULD)]"
             ),
+            Warning::ChildlessNodes { level, first, count } => write!(
+                f,
+                "{count} interior node(s) of level {level} have no children, the first is node {first} \
+                 of crd_{level} [childless-nodes; format.md § 7.5 (SHOULD NOT)]"
+            ),
         }
     }
 }
@@ -242,6 +276,7 @@ impl Warning {
     pub const fn id(&self) -> &'static str {
         match self {
             Warning::SparsityRatio { .. } => "sparsity-ratio",
+            Warning::ChildlessNodes { .. } => "childless-nodes",
         }
     }
 }

@@ -114,6 +114,49 @@ fn leaf_count_compares_the_leaf_level_with_nnz() {
     assert_eq!(both(&t), (Rule::LeafCount, Some(2), Some(6), None, 4, 5));
 }
 
+/// A tree of shape [2, 3, 4] with nnz = 0 and the given levels.
+fn empty_tree(levels: Vec<(Vec<u64>, Vec<u64>)>) -> Tree {
+    Tree { nnz: 0, values: vec![], levels, ..Tree::spec_example() }
+}
+
+#[test]
+fn empty_form_rejects_interior_nodes_when_nnz_is_0() {
+    // The spec's empty form (csf-layout § Storage Invariants) is valid.
+    let form = empty_tree(vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])]);
+    assert!(validate_view(form.view(&form.level_bytes())).is_ok());
+
+    // Invariants 1-5 hold, but level 0 stores a node without children:
+    // pos_0 = [0, 1] where the empty form has [0, 0].
+    let childless_root = empty_tree(vec![(vec![0, 1], vec![0]), (vec![0, 0], vec![]), (vec![0], vec![])]);
+    assert_eq!(both(&childless_root), (Rule::EmptyForm, Some(0), Some(2), None, 1, 0));
+
+    // A path that stops one level above the leaves: levels 0 and 1 each
+    // report, the leaf level is empty (and leaf-count's anyway).
+    let path = empty_tree(vec![(vec![0, 1], vec![0]), (vec![0, 1], vec![2]), (vec![0, 0], vec![])]);
+    assert_eq!(both(&path), (Rule::EmptyForm, Some(0), Some(2), None, 1, 0));
+    let file = path.encode();
+    let container = Container::decode(&file).unwrap();
+    let r = report(&container, Mode::Strict, 100);
+    assert_eq!(
+        r.errors.iter().map(at).collect::<Vec<_>>(),
+        [(Rule::EmptyForm, Some(0), Some(2), None, 1, 0), (Rule::EmptyForm, Some(1), Some(4), None, 1, 0)]
+    );
+    assert!(r.warnings.is_empty(), "no childless-node warning on top of the error: {:?}", r.warnings);
+    assert!(!Rule::EmptyForm.is_structural());
+
+    // Permissive mode relaxes it (docs/format.md § 7.4), and the accessors
+    // give the empty tensor's answers.
+    let view = validate_permissive(&container).expect("permissive relaxes the empty form");
+    let mut n = 0;
+    view.for_each(|_, _| n += 1);
+    assert_eq!(n, 0);
+    assert_eq!(view.find(&[0, 2, 0]), Ok(None));
+
+    // nnz = 0 with a non-empty leaf level stays invariant 3's.
+    let leafy = empty_tree(vec![(vec![0, 1], vec![0]), (vec![0, 1], vec![2]), (vec![0, 1], vec![3])]);
+    assert_eq!(both(&leafy), (Rule::LeafCount, Some(2), Some(6), None, 1, 0));
+}
+
 #[test]
 fn sibling_order_reports_the_offending_child() {
     let mut t = Tree::spec_example();
@@ -272,6 +315,106 @@ fn values_padding_and_bool_values() {
     assert_eq!(both(&t), (Rule::BoolValue, None, Some(0), Some(1), 2, 1));
     t.values = vec![1, 1, 0, 0xff];
     assert_eq!(both(&t), (Rule::BoolValue, None, Some(0), Some(3), 0xff, 1));
+}
+
+/// The spec example with i4 values (4 leaves: 2 bytes), quantized per channel
+/// on axis 1 (extent 3: three groups) with f32 scales and `zero_points` as
+/// the i4 zero-point buffer (index 8 = 2 * 3 + 2).
+fn i4_per_channel(zero_points: Vec<u8>) -> Vec<u8> {
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.element_type = ElementType::I4;
+    d.quantization = Some(Quantization {
+        scheme: QuantScheme::PerChannel,
+        axis: 1,
+        zero_point_type: Some(ElementType::I4),
+        ..per_tensor()
+    });
+    let mut buffers = t.buffers();
+    buffers[0] = vec![0x21, 0x43];
+    buffers.push([0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect());
+    buffers.push(zero_points);
+    encode(&d, &buffers)
+}
+
+#[test]
+fn parameter_buffers_keep_the_data_model_rules() {
+    // Three i4 zero points [0, 1, 2] fill one and a half bytes; the high
+    // nibble of the second byte is unused and MUST be zero (format.md § 2.1,
+    // which § 5.7.1 applies to parameter buffers).
+    let good = i4_per_channel(vec![0x10, 0x02]);
+    assert!(validate(&Container::decode(&good).unwrap()).is_ok());
+    let bad = i4_per_channel(vec![0x10, 0xf2]);
+    assert_eq!(at(&file_error(&bad)), (Rule::ValuesPadding, None, Some(8), Some(1), 0xf, 0));
+    // A content rule, like the values buffer's: permissive mode skips it.
+    assert!(validate_permissive(&Container::decode(&bad).unwrap()).is_ok());
+
+    // The same through validate_view, with the quantization attached to a view.
+    let t = Tree { element_type: ElementType::I4, values: vec![0x21, 0x43], ..Tree::spec_example() };
+    let bytes = t.level_bytes();
+    let scales: Vec<u8> = [0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect();
+    let zero_points = [0x10u8, 0xf2];
+    let quant = csf_core::Quantized {
+        scheme: QuantScheme::PerChannel,
+        axis: 1,
+        block_size: 0,
+        scales: csf_core::Values::new(ElementType::F32, &scales),
+        zero_points: Some(csf_core::Values::new(ElementType::I4, &zero_points)),
+    };
+    let v = validate_view(t.view(&bytes).with_quantization(quant)).unwrap_err();
+    assert_eq!(at(&v), (Rule::ValuesPadding, None, Some(8), Some(1), 0xf, 0));
+
+    // Per-block groups: block_size 3 over 4 leaves is 2 groups, one byte of
+    // i4 zero points with both nibbles used, so nothing is padding.
+    let mut d = Tree::spec_example().descriptor();
+    d.element_type = ElementType::I4;
+    d.quantization = Some(Quantization {
+        scheme: QuantScheme::PerBlock,
+        block_size: 3,
+        zero_point_type: Some(ElementType::I4),
+        ..per_tensor()
+    });
+    let mut buffers = Tree::spec_example().buffers();
+    buffers[0] = vec![0x21, 0x43];
+    buffers.push([0.5f32, 0.25].iter().flat_map(|s| s.to_le_bytes()).collect());
+    buffers.push(vec![0xf1]);
+    assert!(validate(&Container::decode(&encode(&d, &buffers)).unwrap()).is_ok());
+    // Block size 4: one group, so the high nibble is padding.
+    d.quantization = Some(Quantization { block_size: 4, ..d.quantization.unwrap() });
+    buffers[7] = 0.5f32.to_le_bytes().to_vec();
+    buffers[8] = vec![0x11];
+    assert_eq!(at(&file_error(&encode(&d, &buffers))), (Rule::ValuesPadding, None, Some(8), Some(0), 0x1, 0));
+}
+
+#[test]
+fn validate_view_checks_an_attached_quantization() {
+    // The spec example with i8 values, quantized per channel on axis 1
+    // (extent 3): three f32 scales, built from parts.
+    let t = Tree { element_type: ElementType::I8, values: vec![1, 0xfe, 3, 4], ..Tree::spec_example() };
+    let bytes = t.level_bytes();
+    let three: Vec<u8> = [0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect();
+    fn quant(scheme: QuantScheme, axis: usize, block_size: u64, scales: &[u8]) -> csf_core::Quantized<'_> {
+        csf_core::Quantized {
+            scheme,
+            axis,
+            block_size,
+            scales: csf_core::Values::new(ElementType::F32, scales),
+            zero_points: None,
+        }
+    }
+    let checked =
+        |q| validate_view(t.view(&bytes).with_quantization(q)).map(|v| v.get_dequantized(&[1, 1, 2]));
+    assert_eq!(checked(quant(QuantScheme::PerChannel, 1, 0, &three)), Ok(Ok(4.0 * 0.25)));
+    // Two scales for three channels: the third channel's leaves would have no scale.
+    let v = checked(quant(QuantScheme::PerChannel, 1, 0, &three[..8])).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationSize, None, Some(7), None, 8, 12));
+    // NF4 over i8 values, an axis outside the rank, a block scheme without blocks.
+    let v = checked(quant(QuantScheme::Nf4, 0, 2, &three[..8])).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationTypes, None, Some(0), None, 0x01, 3));
+    let v = checked(quant(QuantScheme::PerChannel, 3, 0, &three)).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationAxis, None, None, None, 3, 3));
+    let v = checked(quant(QuantScheme::PerBlock, 0, 0, &three[..4])).unwrap_err();
+    assert_eq!(at(&v), (Rule::QuantizationBlockSize, None, None, None, 0, 1));
 }
 
 // ----------------------------------------------------------------------------
@@ -596,6 +739,197 @@ fn warnings_never_make_a_file_invalid() {
     assert!(r.is_valid() && r.warnings.is_empty());
 }
 
+/// The sparsity-ratio warnings (found, expected) strict validation gives for
+/// a file of `shape` with a single non-zero at the origin, or no non-zero
+/// when an extent is 0, whose statistics record `ratio`.
+fn sparsity_warnings(shape: &[u64], ratio: f64) -> Vec<(u64, u64)> {
+    let nnz = u64::from(!shape.contains(&0));
+    let levels = (0..shape.len())
+        .map(|l| match (nnz, l) {
+            (1, _) => (vec![0, 1], vec![0]),
+            (_, 0) => (vec![0, 0], vec![]),
+            _ => (vec![0], vec![]),
+        })
+        .collect();
+    let t = Tree {
+        element_type: ElementType::U8,
+        shape: shape.to_vec(),
+        mode_order: (0..shape.len() as u32).collect(),
+        nnz,
+        levels,
+        values: vec![7; nnz as usize],
+    };
+    let mut d = t.descriptor();
+    d.statistics = Some(Statistics { nnz, sparsity_ratio: ratio, min: None, max: None });
+    let file = encode(&d, &t.buffers());
+    let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 10);
+    assert!(r.is_valid(), "a SHOULD never makes a file invalid: {r:?}");
+    r.warnings
+        .iter()
+        .map(|w| match w {
+            Warning::SparsityRatio { found, expected } => (found.to_bits(), expected.to_bits()),
+            other => panic!("unexpected warning {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn sparsity_ratio_is_checked_on_every_shape() {
+    let two32 = 1u64 << 32;
+    let bits = |x: f64| x.to_bits();
+    // Total 2^96 overflows u64 (and 1 - 2^-96 rounds to 1.0 in binary64).
+    let huge = [two32; 3];
+    assert_eq!(sparsity_warnings(&huge, 0.5), [(bits(0.5), bits(1.0))]);
+    assert_eq!(sparsity_warnings(&huge, 1.0), []);
+    assert_eq!(sparsity_warnings(&huge, 1.0 - f64::EPSILON / 2.0), [], "within the tolerance");
+    assert_eq!(sparsity_warnings(&huge, 1.0 - 2e-9), [(bits(1.0 - 2e-9), bits(1.0))]);
+    // Rank 64, extents 2^64 - 1: the total overflows u128 and binary64 (the
+    // product is +inf), and 1 - nnz / inf = 1.0.
+    let widest = [u64::MAX; 64];
+    assert_eq!(sparsity_warnings(&widest, 1.0), []);
+    assert_eq!(sparsity_warnings(&widest, 0.0), [(bits(0.0), bits(1.0))]);
+    // A total between 2^53 and 2^64: not exact in binary64, still no false warning.
+    let big = [(1 << 30) + 1, (1 << 30) + 3, 3];
+    let total = ((1u128 << 30) + 1) * ((1u128 << 30) + 3) * 3;
+    assert!(total > 1 << 53);
+    assert_eq!(sparsity_warnings(&big, 1.0 - 1.0 / total as f64), []);
+    assert_eq!(sparsity_warnings(&big, 1.0), [], "1 - 2^-62 is 1.0 within the tolerance");
+
+    // A zero extent: 0 elements, the ratio is undefined, nothing is compared.
+    for ratio in [0.0, 1.0, 0.5, f64::NAN, f64::INFINITY] {
+        assert_eq!(sparsity_warnings(&[2, 0, 4], ratio), [], "ratio {ratio}");
+    }
+    // A zero extent after the product has overflowed: still no comparison (inf * 0 would be NaN).
+    let mut zero_late = vec![u64::MAX; 63];
+    zero_late.push(0);
+    assert_eq!(sparsity_warnings(&zero_late, 0.25), []);
+
+    // NaN and infinities never equal a ratio.
+    let one = [1, 1, 1]; // 1 element, 1 non-zero: ratio 0
+    assert_eq!(sparsity_warnings(&one, 0.0), []);
+    assert_eq!(sparsity_warnings(&one, -0.0), []);
+    for ratio in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let w = sparsity_warnings(&one, ratio);
+        assert_eq!(w, [(bits(ratio), bits(0.0))], "ratio {ratio}");
+    }
+
+    // The tolerance: an absolute 1e-9 (docs/format.md § 5.6), inclusive.
+    let spec = [2, 3, 4];
+    let expected = 1.0 - 1.0 / 24.0;
+    assert_eq!(sparsity_warnings(&spec, expected + 0.9e-9), []);
+    assert_eq!(sparsity_warnings(&spec, expected - 0.9e-9), []);
+    assert_eq!(sparsity_warnings(&spec, expected + 1.1e-9), [(bits(expected + 1.1e-9), bits(expected))]);
+    assert_eq!(sparsity_warnings(&spec, expected - 1.1e-9), [(bits(expected - 1.1e-9), bits(expected))]);
+}
+
+/// The childless-node warnings of a file: (level, first node, count).
+fn childless_warnings(file: &[u8], mode: Mode) -> Vec<(usize, u64, u64)> {
+    let r = report(&Container::decode(file).unwrap(), mode, 10);
+    assert!(r.is_valid(), "a SHOULD NOT never makes a file invalid: {r:?}");
+    r.warnings
+        .iter()
+        .map(|w| match *w {
+            Warning::ChildlessNodes { level, first, count } => (level, first, count),
+            other => panic!("unexpected warning {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn childless_interior_nodes_are_a_warning() {
+    // Shape [3, 3, 4]: the spec example's non-zeros, plus level-0 node 2
+    // (i = 2) with no children, and level-1 node 1 (i = 0, j = 1) with none.
+    let t = Tree {
+        shape: vec![3, 3, 4],
+        levels: vec![
+            (vec![0, 3], vec![0, 1, 2]),
+            (vec![0, 3, 4, 4], vec![0, 1, 2, 1]),
+            (vec![0, 1, 1, 2, 4], vec![1, 3, 0, 2]),
+        ],
+        ..Tree::spec_example()
+    };
+    let bytes = t.level_bytes();
+    let view = validate_view(t.view(&bytes)).expect("valid: the spec is silent on childless nodes");
+    assert_eq!(view.get_f64(&[1, 1, 2]).unwrap(), 4.0);
+    let file = t.encode();
+    assert_eq!(childless_warnings(&file, Mode::Strict), [(0, 2, 1), (1, 1, 1)]);
+    // Permissive mode reads no index array, so it does not look for them.
+    assert_eq!(childless_warnings(&file, Mode::Permissive), []);
+    let w = &report(&Container::decode(&file).unwrap(), Mode::Strict, 10).warnings[0];
+    assert_eq!(w.id(), "childless-nodes");
+    for part in ["level 0", "node 2", "SHOULD NOT", "7.5"] {
+        assert!(w.to_string().contains(part), "{w} lacks {part:?}");
+    }
+
+    // Several at one level: one warning, the first node and the count.
+    let mut many = t.clone();
+    many.shape = vec![3, 4, 4];
+    many.levels[1] = (vec![0, 4, 5, 5], vec![0, 1, 2, 3, 1]);
+    many.levels[2] = (vec![0, 1, 1, 2, 2, 4], vec![1, 3, 0, 2]);
+    assert_eq!(childless_warnings(&many.encode(), Mode::Strict), [(0, 2, 1), (1, 1, 2)]);
+
+    // The spec example has none, and an empty tensor's nodes are the
+    // empty-form error's, not this warning's (see empty_form_rejects_...).
+    assert_eq!(childless_warnings(&Tree::spec_example().encode(), Mode::Strict), []);
+
+    // An empty slice in a broken pos is the violation's artefact, not a
+    // stored node: no warning on a level that breaks a rule.
+    for (level, pos) in [(1, vec![0, 2, 3, 3]), (1, vec![0, 2, 2]), (2, vec![1, 1, 2, 4])] {
+        let mut broken = Tree::spec_example();
+        *broken.pos(level) = pos;
+        let r = report(&Container::decode(&broken.encode()).unwrap(), Mode::Strict, 10);
+        assert!(!r.errors.is_empty() && r.warnings.is_empty(), "{r:?}");
+    }
+}
+
+/// `bytes` with `bytes[at]` changed from `was` to `now` (offsets of
+/// docs/format.md § 11.3 and § 11.4 for the spec example).
+fn patched(bytes: &[u8], at: usize, was: u8, now: u8) -> Vec<u8> {
+    assert_eq!(bytes[at], was, "byte {at:#x}");
+    let mut out = bytes.to_vec();
+    out[at] = now;
+    out
+}
+
+/// The README's "What validation does not detect": corruptions that turn the
+/// spec example into another well-formed tensor pass strict validation with
+/// no error and no warning (docs/format.md has no checksum). If one of these
+/// starts failing, the README is out of date.
+#[test]
+fn undetectable_corruptions_pass_strict_validation() {
+    let file = Tree::spec_example().encode();
+    let clean = |bytes: &[u8]| {
+        let c = Container::decode(bytes).expect("decodes");
+        let r = report(&c, Mode::Strict, 10);
+        assert!(r.is_valid() && r.warnings.is_empty(), "{r:?}");
+        let view = validate(&c).expect("valid").into_view();
+        (view.shape().to_vec(), view.get_f64(&[0, 0, 1]).unwrap(), view.get_f64(&[0, 2, 2]).unwrap())
+    };
+    assert_eq!(clean(&file), (vec![2, 3, 4], 1.0, 0.0));
+    // Values: 1.0f32 is 00 00 80 3f at 0x40; bit 0 of its top byte is exponent bit 1.
+    assert_eq!(clean(&patched(&file, 0x43, 0x3f, 0x3e)).1, 0.25);
+    // Shape: shape[2] at 0x15, 4 -> 5 and 4 -> 6.
+    assert_eq!(clean(&patched(&file, 0x15, 0x04, 0x05)).0, [2, 3, 5]);
+    assert_eq!(clean(&patched(&file, 0x15, 0x04, 0x06)).0, [2, 3, 6]);
+    // Device tags: the values buffer's (0x20), pos_1's (0x2b), and a reserved tag on pos_0 (0x23).
+    clean(&patched(&file, 0x20, 0x00, 0x01));
+    clean(&patched(&file, 0x2b, 0x00, 0x01));
+    clean(&patched(&file, 0x23, 0x00, 0x80));
+    // crd_2[1] (at 0x1c8) is alone in its fiber: 3 -> 2 moves the value 2.0 from (0, 2, 3) to (0, 2, 2).
+    assert_eq!(clean(&patched(&file, 0x1c8, 0x03, 0x02)).2, 2.0);
+    // Another permutation as mode_order, on a shape where every coordinate still fits.
+    let mut cube = Tree { shape: vec![4, 4, 4], ..Tree::spec_example() };
+    assert!(validate_view(cube.view(&cube.level_bytes())).is_ok());
+    cube.mode_order = vec![0, 2, 1];
+    clean(&cube.encode());
+    // Statistics min and max are not compared with the values.
+    let t = Tree::spec_example();
+    let mut d = t.descriptor();
+    d.statistics =
+        Some(Statistics { nnz: 4, sparsity_ratio: 1.0 - 4.0 / 24.0, min: Some(-7.0), max: Some(1e9) });
+    clean(&encode(&d, &t.buffers()));
+}
+
 #[test]
 fn permissive_mode_enforces_exactly_the_structural_rules() {
     // Non-structural breakages pass permissive validation, and the accessors work on them.
@@ -693,5 +1027,27 @@ mod parallel {
             let r = same_both_ways(&tree.encode());
             assert!(!r.errors.is_empty(), "{name}: the corruption is reported");
         }
+    }
+
+    #[test]
+    fn childless_nodes_are_warned_about_on_the_parallel_path() {
+        // Drop the children of two level-1 nodes in different chunks: still
+        // valid, and the clean-level fast path must not swallow the warning.
+        let mut t = large();
+        let mut dropped = Vec::new();
+        for k in [70_000, 150_000] {
+            let (start, end) = (t.levels[2].0[k] as usize, t.levels[2].0[k + 1] as usize);
+            assert!(end > start);
+            t.crd(2).drain(start..end);
+            t.values.drain(start * 4..end * 4);
+            for p in &mut t.pos(2)[k + 1..] {
+                *p -= (end - start) as u64;
+            }
+            t.nnz -= (end - start) as u64;
+            dropped.push(k);
+        }
+        let r = same_both_ways(&t.encode());
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.warnings, [Warning::ChildlessNodes { level: 1, first: dropped[0] as u64, count: 2 }]);
     }
 }
