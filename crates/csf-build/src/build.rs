@@ -3,7 +3,7 @@
 //! pass over the sorted keys that writes every level, in parallel chunks.
 
 use csf_core::{CsfView, OwnedCsf, OwnedQuantization};
-use hurray_format::{QuantScheme, Quantization};
+use hurray_format::QuantScheme;
 
 use std::ops::Range;
 
@@ -135,20 +135,7 @@ pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrder, parallel: bool) -> Res
     let built = build(&coo, &options)?;
     // Per-tensor and per-channel parameters do not depend on leaf order.
     Ok(match quantization {
-        Some(q) => Built {
-            tensor: built.tensor.with_quantization(OwnedQuantization {
-                section: Quantization {
-                    scheme: q.scheme,
-                    axis: q.axis as u32,
-                    block_size: q.block_size,
-                    scale_type: q.scales.element_type(),
-                    zero_point_type: q.zero_points.map(|z| z.element_type()),
-                },
-                scales: q.scales.as_bytes().to_vec(),
-                zero_points: q.zero_points.map(|z| z.as_bytes().to_vec()),
-            }),
-            ..built
-        },
+        Some(q) => Built { tensor: built.tensor.with_quantization(OwnedQuantization::from_view(q)), ..built },
         None => built,
     })
 }

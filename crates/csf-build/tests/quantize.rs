@@ -245,15 +245,19 @@ fn reorder_keeps_every_quantized_value_within_the_schemes_bound() {
     }
 }
 
+/// `values` at (0, 0, 1) and (1, 1, 1) of a 2x2x2 tensor, symmetric per-tensor i8.
+fn two_per_tensor_i8(values: [f64; 2]) -> Built {
+    let shape = [2u64, 2, 2];
+    let indices = [0, 0, 1, 1, 1, 1];
+    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+    let quantize = Quantize::PerTensor { dtype: ElementType::I8, zero_point: false };
+    build(&coo, &Options { quantize: Some(quantize), ..Options::default() }).unwrap()
+}
+
 #[test]
 fn reorder_of_a_per_tensor_tensor_keeps_the_codes_and_parameters() {
     // The report of issue 11: 100.0 read as 127.0 after a re-order.
-    let shape = [2u64, 2, 2];
-    let indices = [0, 0, 1, 1, 1, 1];
-    let values = [1.0f64, 100.0];
-    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
-    let quantize = Quantize::PerTensor { dtype: ElementType::I8, zero_point: false };
-    let built = build(&coo, &Options { quantize: Some(quantize), ..Options::default() }).unwrap();
+    let built = two_per_tensor_i8([1.0, 100.0]);
     let view = built.tensor.view();
     assert_eq!(view.get_dequantized(&[1, 1, 1]).unwrap(), 100.0);
     let moved = reorder(&view, ModeOrder::Explicit(vec![2, 1, 0]), false).unwrap();
@@ -267,12 +271,7 @@ fn reorder_of_a_per_tensor_tensor_keeps_the_codes_and_parameters() {
 #[test]
 fn obvious_accessors_give_values_and_raw_ones_give_codes() {
     // 39.0 is the largest magnitude, so its code is 127 with scale 39 / 127.
-    let shape = [2u64, 2, 2];
-    let indices = [0, 0, 1, 1, 1, 1];
-    let values = [-3.0f64, 39.0];
-    let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
-    let quantize = Quantize::PerTensor { dtype: ElementType::I8, zero_point: false };
-    let built = build(&coo, &Options { quantize: Some(quantize), ..Options::default() }).unwrap();
+    let built = two_per_tensor_i8([-3.0, 39.0]);
     let view = built.tensor.view();
     assert_eq!(view.get_f64(&[1, 1, 1]).unwrap(), 39.0);
     assert_eq!(view.get(&[1, 1, 1]).unwrap(), Some(csf_core::Value::F32(39.0)));

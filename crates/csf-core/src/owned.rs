@@ -36,6 +36,23 @@ pub struct OwnedQuantization {
     pub zero_points: Option<Vec<u8>>,
 }
 
+impl OwnedQuantization {
+    /// A copy of a view's quantization: its section and parameter buffers.
+    pub fn from_view(q: &crate::Quantized<'_>) -> Self {
+        Self {
+            section: hurray_format::Quantization {
+                scheme: q.scheme,
+                axis: q.axis as u32,
+                block_size: q.block_size,
+                scale_type: q.scales.element_type(),
+                zero_point_type: q.zero_points.map(|z| z.element_type()),
+            },
+            scales: q.scales.as_bytes().to_vec(),
+            zero_points: q.zero_points.map(|z| z.as_bytes().to_vec()),
+        }
+    }
+}
+
 impl OwnedCsf {
     /// A tensor from its arrays: `levels[L] = (pos_L, crd_L)` as ordinary
     /// `u64`s, `values` packed as `element_type` prescribes.
@@ -73,17 +90,7 @@ impl OwnedCsf {
             nnz: view.nnz(),
             levels: view.levels().iter().map(|l| (words(l.pos), words(l.crd))).collect(),
             values: view.values().as_bytes().to_vec(),
-            quantization: view.quantization().map(|q| OwnedQuantization {
-                section: hurray_format::Quantization {
-                    scheme: q.scheme,
-                    axis: q.axis as u32,
-                    block_size: q.block_size,
-                    scale_type: q.scales.element_type(),
-                    zero_point_type: q.zero_points.map(|z| z.element_type()),
-                },
-                scales: q.scales.as_bytes().to_vec(),
-                zero_points: q.zero_points.map(|z| z.as_bytes().to_vec()),
-            }),
+            quantization: view.quantization().map(OwnedQuantization::from_view),
         }
     }
 
