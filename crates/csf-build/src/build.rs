@@ -25,7 +25,7 @@ use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, 
 pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
     let rank = coo.shape.len();
     check_rank(rank)?;
-    let len = entry_count(coo, rank)?;
+    let len = entry_count(coo.indices, rank)?;
     let want = coo.element_type.values_len(len as u64).unwrap_or(u64::MAX);
     if coo.values.len() as u64 != want {
         return Err(BuildError::LengthMismatch {
@@ -172,8 +172,8 @@ fn requantize(view: &CsfView<'_>, options: &Options) -> Result<Built, BuildError
     build(&coo, &Options { quantize: Some(spec), ..options.clone() })
 }
 
-fn entry_count(coo: &Coo<'_>, rank: usize) -> Result<usize, BuildError> {
-    match coo.indices {
+pub(crate) fn entry_count(indices: Indices<'_>, rank: usize) -> Result<usize, BuildError> {
+    match indices {
         Indices::RowMajor(flat) => {
             if flat.len() % rank != 0 {
                 let expected = (flat.len() / rank * rank) as u64;

@@ -17,8 +17,9 @@ use hurray_format::{ElementType, Statistics};
 use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, reorder};
+
 pub use order::{AutoChoice, EXACT_MAX_RANK};
-pub use quantize::{quantize, Quantize, QuantizeError, MAX_CHANNELS};
+pub use quantize::{quantize, ParseQuantizeError, Quantize, QuantizeError, MAX_CHANNELS};
 
 /// The coordinates of a COO tensor.
 #[derive(Clone, Copy, Debug)]
@@ -235,6 +236,34 @@ pub fn statistics(view: &CsfView<'_>) -> Statistics {
         (0..nnz as usize).filter_map(|leaf| values.get_raw_f64(leaf)).for_each(&mut see);
     }
     Statistics { nnz, sparsity_ratio, min, max }
+}
+
+/// The smallest shape that holds every coordinate of `indices` (rank
+/// `rank`): one more than the largest coordinate of each dimension, 0 for
+/// every dimension of an empty list.
+///
+/// # Errors
+/// [`BuildError::LengthMismatch`] as [`build`] reports it, and
+/// [`BuildError::OutOfBounds`] for a coordinate of `u64::MAX`, which no
+/// extent can hold.
+pub fn shape_of(indices: Indices<'_>, rank: usize) -> Result<Vec<u64>, BuildError> {
+    check_rank(rank)?;
+    let len = build::entry_count(indices, rank)?;
+    let source = Source { shape: &vec![0; rank], indices, len };
+    let mut shape = vec![0u64; rank];
+    for entry in 0..len {
+        for (dim, extent) in shape.iter_mut().enumerate() {
+            let coord = source.coord(entry, dim);
+            let above = coord.checked_add(1).ok_or(BuildError::OutOfBounds {
+                entry,
+                dim,
+                coord,
+                extent: u64::MAX,
+            })?;
+            *extent = (*extent).max(above);
+        }
+    }
+    Ok(shape)
 }
 
 /// The input as the builder reads it: coordinates by (entry, dimension).

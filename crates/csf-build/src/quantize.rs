@@ -54,6 +54,70 @@ pub enum Quantize {
     },
 }
 
+/// A quantization scheme written as text was not understood.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseQuantizeError(String);
+
+/// The text form of a scheme, shared by every front end (the `hurray` tool's
+/// `--quantize`, the Python package's `quantize=`): `SCHEME[:OPTION...]` with
+/// `SCHEME` one of `per-tensor`, `per-channel` (needs `axis=N`),
+/// `per-block` (`block=N`, default 64), `nf4` (`block=N`, default 64) or
+/// `mxfp`, and options a stored type by name (`i8` by default for the integer
+/// schemes, `f8e4m3` for MXFP) and `zp` (or `asym`) for zero points.
+///
+/// ```
+/// use csf_build::Quantize;
+/// use hurray_format::ElementType;
+/// let q: Quantize = "per-block:block=32:i4".parse().unwrap();
+/// assert_eq!(q, Quantize::PerBlock { block_size: 32, dtype: ElementType::I4, zero_point: false });
+/// assert!("per-channel".parse::<Quantize>().is_err(), "per-channel needs an axis");
+/// ```
+impl core::str::FromStr for Quantize {
+    type Err = ParseQuantizeError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let fail = |message: String| ParseQuantizeError(message);
+        let mut parts = text.split(':');
+        let scheme = parts.next().unwrap_or_default();
+        let (mut dtype, mut zero_point, mut axis, mut block) = (None, false, None, None);
+        for option in parts {
+            let number =
+                |v: &str| v.parse::<u64>().map_err(|_| fail(format!("'{option}': '{v}' is not a number")));
+            match option.split_once('=') {
+                Some(("axis", v)) => axis = Some(number(v)?),
+                Some(("block", v)) => block = Some(number(v)?),
+                None if option == "zp" || option == "asym" => zero_point = true,
+                None => {
+                    dtype = Some(
+                        ElementType::from_name(option)
+                            .ok_or_else(|| fail(format!("unknown quantize option '{option}'")))?,
+                    )
+                }
+                Some(_) => return Err(fail(format!("unknown quantize option '{option}'"))),
+            }
+        }
+        let integer = dtype.unwrap_or(ElementType::I8);
+        Ok(match scheme {
+            "per-tensor" => Quantize::PerTensor { dtype: integer, zero_point },
+            "per-channel" => Quantize::PerChannel {
+                axis: u32::try_from(axis.ok_or_else(|| fail("per-channel needs axis=N".into()))?)
+                    .map_err(|_| fail("axis is too large".into()))?,
+                dtype: integer,
+                zero_point,
+            },
+            "per-block" => Quantize::PerBlock { block_size: block.unwrap_or(64), dtype: integer, zero_point },
+            "nf4" => Quantize::Nf4 { block_size: block.unwrap_or(64) },
+            "mxfp" => Quantize::Mxfp { dtype: dtype.unwrap_or(ElementType::F8E4M3) },
+            other => {
+                return Err(fail(format!(
+                    "unknown quantization scheme '{other}' (per-tensor, per-channel, per-block, nf4, mxfp)"
+                )))
+            }
+        })
+    }
+}
+
 /// Why values could not be quantized.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]

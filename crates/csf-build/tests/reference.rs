@@ -264,3 +264,18 @@ fn auto_above_the_exact_rank_prefers_the_identity_on_ties() {
     assert_eq!(choice.mode_order, [0, 1, 2, 3, 4, 5]);
     assert_eq!(choice.compared.len(), 1, "identity is also shortest-first: {:?}", choice.compared);
 }
+
+#[test]
+fn shape_of_is_one_past_the_largest_coordinate() {
+    use csf_build::shape_of;
+    assert_eq!(shape_of(Indices::RowMajor(&[1, 0, 4, 0, 2, 3]), 3).unwrap(), [2, 3, 5]);
+    let cols: [&[u64]; 3] = [&[1, 0], &[0, 2], &[4, 3]];
+    assert_eq!(shape_of(Indices::Columnar(&cols), 3).unwrap(), [2, 3, 5]);
+    assert_eq!(shape_of(Indices::RowMajor(&[]), 4).unwrap(), [0, 0, 0, 0]);
+    assert!(matches!(
+        shape_of(Indices::RowMajor(&[0, u64::MAX, 0]), 3),
+        Err(BuildError::OutOfBounds { entry: 0, dim: 1, .. })
+    ));
+    assert!(matches!(shape_of(Indices::RowMajor(&[0, 1]), 3), Err(BuildError::LengthMismatch { .. })));
+    assert!(matches!(shape_of(Indices::RowMajor(&[0, 1]), 2), Err(BuildError::RankTooSmall { rank: 2 })));
+}

@@ -232,42 +232,9 @@ fn parse_mode_order(text: &str) -> Result<ModeOrderArg, String> {
     Ok(ModeOrderArg::Explicit(order))
 }
 
+/// The scheme syntax is csf-build's (`Quantize`'s `FromStr`), shared with the Python package.
 fn parse_quantize(text: &str) -> Result<Quantize, String> {
-    let mut parts = text.split(':');
-    let scheme = parts.next().unwrap_or_default();
-    let (mut dtype, mut zero_point, mut axis, mut block) = (None, false, None, None);
-    for option in parts {
-        let number = |v: &str| v.parse::<u64>().map_err(|_| format!("'{option}': '{v}' is not a number"));
-        match option.split_once('=') {
-            Some(("axis", v)) => axis = Some(number(v)?),
-            Some(("block", v)) => block = Some(number(v)?),
-            None if option == "zp" || option == "asym" => zero_point = true,
-            None => {
-                dtype = Some(
-                    ElementType::from_name(option)
-                        .ok_or_else(|| format!("unknown quantize option '{option}'"))?,
-                )
-            }
-            Some(_) => return Err(format!("unknown quantize option '{option}'")),
-        }
-    }
-    let integer = dtype.unwrap_or(ElementType::I8);
-    Ok(match scheme {
-        "per-tensor" => Quantize::PerTensor { dtype: integer, zero_point },
-        "per-channel" => Quantize::PerChannel {
-            axis: u32::try_from(axis.ok_or("per-channel needs axis=N")?).map_err(|_| "axis is too large")?,
-            dtype: integer,
-            zero_point,
-        },
-        "per-block" => Quantize::PerBlock { block_size: block.unwrap_or(64), dtype: integer, zero_point },
-        "nf4" => Quantize::Nf4 { block_size: block.unwrap_or(64) },
-        "mxfp" => Quantize::Mxfp { dtype: dtype.unwrap_or(ElementType::F8E4M3) },
-        other => {
-            return Err(format!(
-                "unknown quantization scheme '{other}' (per-tensor, per-channel, per-block, nf4, mxfp)"
-            ))
-        }
-    })
+    text.parse().map_err(|e: csf_build::ParseQuantizeError| e.to_string())
 }
 
 /// The element types `convert` writes.
