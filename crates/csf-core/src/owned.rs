@@ -315,7 +315,7 @@ impl CsfView<'_> {
     /// # Errors
     /// [`DenseError::OverBudget`] or [`DenseError::Overflow`].
     pub fn to_dense_f64(&self, budget: u64) -> Result<Vec<f64>, DenseError> {
-        self.dense_with(budget, 0.0, |leaf, index| self.value_f64(leaf, index))
+        self.to_dense_with(budget, 0.0, |leaf, index| self.value_f64(leaf, index))
     }
 
     /// The tensor as a dense row-major array of `T`, the type of its values:
@@ -330,15 +330,24 @@ impl CsfView<'_> {
             if T::TYPE != ElementType::F32 {
                 return Err(DenseError::TypeMismatch(ElementType::F32));
             }
-            return self.dense_with(budget, T::default(), |leaf, index| {
+            return self.to_dense_with(budget, T::default(), |leaf, index| {
                 T::from_le(&self.value_f32(leaf, index)?.to_le_bytes())
             });
         }
         let typed = self.values().typed::<T>().ok_or(DenseError::TypeMismatch(self.element_type()))?;
-        self.dense_with(budget, T::default(), |leaf, _| typed.get(leaf))
+        self.to_dense_with(budget, T::default(), |leaf, _| typed.get(leaf))
     }
 
-    fn dense_with<T: Copy>(
+    /// The tensor as a dense row-major array of any `T`: `zero` for an
+    /// implicit element, `value(leaf, logical index)` for a stored one (an
+    /// entry whose value is `None`, or whose index lies outside the shape,
+    /// both only on unvalidated data, stays `zero`). The building block of
+    /// [`CsfView::to_dense`], for callers with types of their own (a binding's
+    /// byte arrays, say).
+    ///
+    /// # Errors
+    /// [`DenseError::OverBudget`] or [`DenseError::Overflow`].
+    pub fn to_dense_with<T: Copy>(
         &self,
         budget: u64,
         zero: T,

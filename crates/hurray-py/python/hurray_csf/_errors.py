@@ -1,0 +1,85 @@
+"""The package's exceptions: one hierarchy with ``HurrayError`` at its root.
+
+Bad arguments raise ``ValueError``, ``TypeError`` or ``IndexError`` and files
+``OSError``, as Python code expects; what is wrong with a tensor or a build
+raises a ``HurrayError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, NamedTuple, Optional, Sequence
+
+
+class Violation(NamedTuple):
+    """One broken rule: its id, the clause of the spec, where, and what."""
+
+    rule: str
+    clause: str
+    message: str
+    level: Optional[int] = None
+    buffer: Optional[int] = None
+    index: Optional[int] = None
+    found: Optional[int] = None
+    expected: Optional[int] = None
+
+    def __str__(self) -> str:
+        return f"{self.message} [{self.rule}; {self.clause}]"
+
+
+class Warning_(NamedTuple):
+    """A SHOULD the file does not follow (it stays valid)."""
+
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.message} [{self.rule}]"
+
+
+class HurrayError(Exception):
+    """The root of every error this package raises about tensors."""
+
+
+class FormatError(HurrayError):
+    """The bytes are not a Hurray container: bad magic, version, descriptor,
+    buffer placement, or a file cut short (docs/format.md §4-6)."""
+
+
+class ValidationError(HurrayError):
+    """The container is sound but the tensor breaks a rule of the CSF spec.
+
+    ``violations`` lists what was found (the first one when validation stops
+    at the first), ``warnings`` the SHOULDs not followed.
+    """
+
+    def __init__(self, message: str, violations: Sequence[Any] = (), warnings: Sequence[Any] = ()):
+        super().__init__(message)
+        self.violations: List[Violation] = [_violation(v) for v in violations]
+        self.warnings: List[Warning_] = [_warning(w) for w in warnings]
+
+
+class BuildError(HurrayError):
+    """The builder could not make a tensor of valid input (a quantizer that
+    meets a value that is not finite, say)."""
+
+
+class DuplicateError(BuildError):
+    """Two entries share an index under ``duplicates="error"``.
+
+    ``first`` and ``second`` are their positions in the input, ``index`` the
+    logical index they share.
+    """
+
+    def __init__(self, message: str, first: int, second: int, index: Sequence[int]):
+        super().__init__(message)
+        self.first = first
+        self.second = second
+        self.index = tuple(index)
+
+
+def _violation(v: Any) -> Violation:
+    return v if isinstance(v, Violation) else Violation(**v)
+
+
+def _warning(w: Any) -> Warning_:
+    return w if isinstance(w, Warning_) else Warning_(**w)
