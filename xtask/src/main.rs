@@ -71,6 +71,12 @@ const TASKS: &[Task] = &[
     },
     Task { name: "bench", usage: "[ARGS...]", about: "cargo bench --workspace ARGS...", run: bench },
     Task {
+        name: "python",
+        usage: "",
+        about: "build the Python package (crates/hurray-py) into a venv under target/ and run its tests",
+        run: |args| no_args("python", args).and_then(|()| python()),
+    },
+    Task {
         name: "corpus",
         usage: "",
         about: "regenerate the malformed-file corpus in crates/csf-validate/tests/corpus from csf-testdata",
@@ -110,6 +116,8 @@ const CI_STEPS: &[Step] = &[
     // missing; its own target dir, so reruns only re-document (a few seconds).
     Step { name: "docsrs", run: docsrs },
     Step { name: "nostd", run: nostd },
+    // The Python package: installed with pip as a user would, then its tests.
+    Step { name: "python", run: python },
     // Every fuzz target for HURRAY_CI_FUZZ_SECONDS (default 30; 0 skips), so
     // every submission is fuzzed a little; docs/fuzzing.md has the long runs.
     Step { name: "fuzz", run: ci_fuzz },
@@ -121,7 +129,11 @@ const CI_STEPS: &[Step] = &[
         name: "deny",
         run: || {
             ensure_installed("deny", "cargo-deny@^0.20")?;
-            cargo(&["deny", "check", "licenses", "bans", "sources"])
+            cargo(&["deny", "check", "licenses", "bans", "sources"])?;
+            // The Python package is its own workspace; deny.toml is found above it.
+            let manifest = Path::new(ROOT).join("crates/hurray-py/Cargo.toml");
+            let manifest = manifest.to_str().ok_or("the checkout's path is not UTF-8")?;
+            cargo(&["deny", "--manifest-path", manifest, "check", "licenses", "bans", "sources"])
         },
     },
 ];
@@ -253,6 +265,54 @@ fn docsrs() -> Result {
         target_dir.join("doc").display()
     );
     Ok(())
+}
+
+/// What the Python package's tests need from the package index. torch is
+/// left out (it is large): its test runs when torch is importable.
+const PYTHON_TOOLS: &[&str] = &["maturin>=1.5,<2", "numpy", "pytest", "hypothesis", "pyarrow", "sparse"];
+
+/// The Python package, as a user gets it: a virtual environment under
+/// `target/python-venv` (made with the machine's `python3`, or
+/// `HURRAY_PYTHON`), the test tools from the package index, then
+/// `pip install ./crates/hurray-py` (maturin as the PEP 517 backend, with the
+/// Rust build cached in `target/python`), rustfmt and clippy on the binding
+/// crate (its own workspace, outside the root one), and pytest on its tests.
+fn python() -> Result {
+    let root = Path::new(ROOT);
+    let venv = root.join("target/python-venv");
+    let bin = venv.join("bin");
+    let python = bin.join("python");
+    if !python.is_file() {
+        let interpreter = env::var_os("HURRAY_PYTHON").unwrap_or_else(|| "python3".into());
+        run(Command::new(&interpreter).args(["-m", "venv"]).arg(&venv)).map_err(|e| {
+            format!("{e}\n  the Python step needs Python >= 3.9 with venv (set HURRAY_PYTHON to choose one)")
+        })?;
+    }
+    let pip = |args: &[&str]| {
+        let mut cmd = Command::new(&python);
+        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(args);
+        cmd
+    };
+    run(&mut pip(PYTHON_TOOLS))?;
+    let krate = root.join("crates/hurray-py");
+    let target = root.join("target/python");
+    let with_env = |cmd: &mut Command| {
+        cmd.current_dir(&krate).env("CARGO_TARGET_DIR", &target).env("PYO3_PYTHON", &python);
+    };
+    let mut fmt = cargo_cmd();
+    with_env(&mut fmt);
+    run(fmt.args(["fmt", "--check"]))?;
+    let mut clippy = cargo_cmd();
+    with_env(&mut clippy);
+    run(clippy.args(["clippy", "--locked", "--", "-D", "warnings"]))?;
+    // `pip install ./crates/hurray-py`, the README's command; maturin reads
+    // CARGO_TARGET_DIR, so the Rust build is incremental between runs.
+    let mut install = pip(&["--force-reinstall", "--no-deps"]);
+    with_env(&mut install);
+    run(install.arg(&krate))?;
+    let mut pytest = Command::new(&python);
+    pytest.current_dir(root).args(["-m", "pytest", "-q", "crates/hurray-py/tests"]);
+    run(&mut pytest)
 }
 
 /// Installs the nightly toolchain (minimal profile: rustc, which ships

@@ -1,0 +1,46 @@
+"""Type stub of the compiled module ``hurray_csf._native`` (src/*.rs).
+
+Every function takes a tensor as its container bytes: a read-only, C-contiguous
+``uint8`` numpy array. Values come back as little-endian bytes (``uint8``
+arrays) beside the numpy dtype string that reads them.
+"""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+_Bytes = npt.NDArray[np.uint8]
+_Auto = Optional[Tuple[List[int], int]]
+
+def build(
+    coords: Union[npt.NDArray[np.uint64], npt.NDArray[np.int64]],
+    columns: bool,
+    values: _Bytes,
+    element_type: str,
+    shape: Optional[Sequence[int]],
+    mode_order: Union[str, Sequence[int]],
+    duplicates: str,
+    drop_zeros: bool,
+    quantize: Optional[str],
+    threads: Optional[int],
+) -> Tuple[_Bytes, _Auto, int]: ...
+def from_parts(
+    element_type: str,
+    shape: Sequence[int],
+    mode_order: Sequence[int],
+    nnz: int,
+    levels: Sequence[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]],
+    values: _Bytes,
+) -> _Bytes: ...
+def reorder(raw: _Bytes, mode_order: Union[str, Sequence[int]], threads: Optional[int]) -> Tuple[_Bytes, _Auto, int]: ...
+def open(raw: _Bytes, strict: bool) -> None: ...
+def describe(raw: _Bytes) -> Dict[str, Any]: ...
+def report(raw: _Bytes, strict: bool, max_errors: int) -> Dict[str, Any]: ...
+def get(raw: _Bytes, index: Sequence[int]) -> Union[bool, int, float]: ...
+def find(raw: _Bytes, indices: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]: ...
+def lookup(raw: _Bytes, indices: npt.NDArray[np.uint64]) -> Tuple[_Bytes, str]: ...
+def to_coo(raw: _Bytes) -> Tuple[npt.NDArray[np.uint64], _Bytes, str]: ...
+def to_dense(raw: _Bytes, max_elements: int) -> Tuple[_Bytes, str]: ...
