@@ -32,10 +32,14 @@ fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrder> {
             ))),
         };
     }
-    let order: Vec<u32> = spec.extract().map_err(|_| {
+    let order: Vec<i64> = spec.extract().map_err(|_| {
         PyTypeError::new_err("mode_order must be 'identity', 'auto' or a sequence of dimensions")
     })?;
-    Ok(ModeOrder::Explicit(order))
+    // A negative (or huge) entry is a bad value, not a bad type.
+    let dims: Result<Vec<u32>, _> = order.iter().map(|&d| u32::try_from(d)).collect();
+    let dims =
+        dims.map_err(|_| PyValueError::new_err(format!("mode order {order:?} is not a permutation")))?;
+    Ok(ModeOrder::Explicit(dims))
 }
 
 fn duplicates(name: &str) -> PyResult<Duplicates> {
@@ -139,6 +143,15 @@ pub(crate) fn build<'py>(
     let [rows, cols] = coords.shape();
     let flat = coords.flat(columns)?;
     let rank = if columns { rows } else { cols };
+    // The builder sees the coordinates flat: their rank is the array's, never
+    // re-read from the shape (a (3, 4) array is 3 entries of rank 4).
+    if let Some(shape) = shape.as_ref().filter(|s| s.len() != rank) {
+        let layout = if columns { "(rank, nnz)" } else { "(nnz, rank)" };
+        return Err(PyValueError::new_err(format!(
+            "coordinates of shape ({rows}, {cols}) as {layout} have rank {rank}, the shape {shape:?} has rank {}",
+            shape.len()
+        )));
+    }
     let element_type = self::element_type(element_type)?;
     let values = bytes(&values)?;
     let quantize: Option<Quantize> = quantize
@@ -151,8 +164,13 @@ pub(crate) fn build<'py>(
         parallel: threads != Some(1),
         quantize,
     };
-    let columns_of: Vec<&[u64]> =
-        if columns { flat.chunks(cols.max(1)).take(rows).collect() } else { Vec::new() };
+    // One slice per dimension, empty ones included (`chunks` of an empty
+    // array yields none, which would lose the rank of an empty tensor).
+    let columns_of: Vec<&[u64]> = if columns {
+        (0..rows).map(|d| flat.get(d * cols..(d + 1) * cols).unwrap_or_default()).collect()
+    } else {
+        Vec::new()
+    };
     let indices = if columns { Indices::Columnar(&columns_of) } else { Indices::RowMajor(flat) };
     let work = || {
         let shape = match shape {

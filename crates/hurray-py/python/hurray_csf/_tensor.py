@@ -10,9 +10,11 @@ results, nothing more.
 
 from __future__ import annotations
 
+import errno
 import mmap
+import operator
 import os
-import tempfile
+import secrets
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -96,14 +98,31 @@ class CsfTensor:
     pair of ``uint64`` arrays; the leaves index ``values``.
     """
 
-    __slots__ = ("_raw", "_info", "_auto", "_removed")
+    __slots__ = ("_raw", "_info", "_auto", "_removed", "_strict")
 
-    def __init__(self, raw: np.ndarray, *, _auto: Optional[Tuple[Sequence[int], int]] = None, _removed: int = 0):
-        # Internal: `raw` has been validated by the caller.
+    def __init__(
+        self,
+        raw: np.ndarray,
+        *,
+        _auto: Optional[Tuple[Sequence[int], int]] = None,
+        _removed: int = 0,
+        _strict: bool = True,
+    ):
+        # Internal: `raw` has been validated by the caller, strictly unless `_strict` is False.
         self._raw = raw
         self._info: Dict[str, Any] = _native.describe(raw)
         self._auto = None if _auto is None else AutoChoice(tuple(_auto[0]), int(_auto[1]))
         self._removed = int(_removed)
+        self._strict = bool(_strict)
+
+    def _validated(self) -> "CsfTensor":
+        """The tensor, validated strictly first if it was read permissively:
+        the conversions hand its arrays to libraries that trust them (Arrow and
+        torch index memory with the coordinates unchecked)."""
+        if not self._strict:
+            _native.open(self._raw, True)
+            self._strict = True
+        return self
 
     # -- what it is ------------------------------------------------------
 
@@ -204,9 +223,12 @@ class CsfTensor:
         """The value at one logical index, as a Python scalar (0 for an implicit zero)."""
         if not isinstance(index, tuple):
             index = tuple(index) if isinstance(index, (list, np.ndarray)) else (index,)
-        coords = [int(i) for i in index]
+        # operator.index: a float or a slice is refused (TypeError), never truncated.
+        coords = [operator.index(i) for i in index]
         if any(c < 0 for c in coords):
             raise IndexError(f"index {tuple(coords)} has a negative coordinate")
+        if any(c >> 64 for c in coords):
+            raise IndexError(f"index {tuple(coords)} is outside the shape {self.shape}")
         return _native.get(self._raw, coords)
 
     def lookup(self, indices: Any) -> np.ndarray:
@@ -237,8 +259,8 @@ class CsfTensor:
         ``"auto"`` or a permutation). Quantized values keep their meaning
         (``csf_build::reorder``)."""
         order = mode_order if isinstance(mode_order, str) else [int(d) for d in mode_order]
-        raw, auto, removed = _native.reorder(self._raw, order, threads)
-        return CsfTensor(_freeze(raw), _auto=auto, _removed=removed)
+        raw, auto, removed = _native.reorder(self._raw, order, _threads(threads))
+        return CsfTensor(_freeze(raw), _auto=auto, _removed=removed, _strict=self._strict)
 
     # -- bytes and files ---------------------------------------------------
 
@@ -317,11 +339,23 @@ def from_coo(
         raise TypeError(f"values of dtype {v.dtype} cannot be stored; use one of {sorted(str(d) for d in _ELEMENT_TYPES)}")
     v = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).view(np.uint8).reshape(-1)
     order = mode_order if isinstance(mode_order, str) else [int(d) for d in mode_order]
-    dims = None if shape is None else [int(d) for d in shape]
+    dims = None if shape is None else [operator.index(d) for d in shape]
+    if dims is not None and any(d < 0 for d in dims):
+        raise ValueError(f"shape {tuple(dims)} has a negative extent")
     raw, auto, removed = _native.build(
-        c, coords_layout == "rank_nnz", v, name, dims, order, duplicates, bool(drop_zeros), quantize, threads
+        c, coords_layout == "rank_nnz", v, name, dims, order, duplicates, bool(drop_zeros), quantize, _threads(threads)
     )
     return CsfTensor(_freeze(raw), _auto=auto, _removed=removed)
+
+
+def _threads(threads: Optional[int]) -> Optional[int]:
+    """``None`` (every core) or a positive thread count."""
+    if threads is None:
+        return None
+    n = operator.index(threads)
+    if n < 1:
+        raise ValueError(f"threads must be at least 1, not {n}")
+    return n
 
 
 def _mode(validate: str) -> bool:
@@ -348,7 +382,7 @@ def from_bytes(buffer: Any, *, validate: str = "strict") -> CsfTensor:
     strict = _mode(validate)
     raw = _read_only_bytes(buffer)
     _native.open(raw, strict)
-    return CsfTensor(raw)
+    return CsfTensor(raw, _strict=strict)
 
 
 def _map(path: PathLike) -> Any:
@@ -370,7 +404,7 @@ def save(tensor: CsfTensor, path: PathLike) -> None:
     never leaves a partial file."""
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=folder)
+    fd, tmp = _temporary(folder, os.path.basename(target))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(memoryview(tensor._raw))
@@ -383,6 +417,20 @@ def save(tensor: CsfTensor, path: PathLike) -> None:
         except OSError:
             pass
         raise
+
+
+def _temporary(folder: str, name: str) -> Tuple[int, str]:
+    """A new file in ``folder``, made as ``open(path, "wb")`` makes one: mode
+    0o666 less the umask (``tempfile.mkstemp``'s 0o600 would make every saved
+    file readable by its owner only)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
 
 
 def validate(source: Union[PathLike, Any], *, mode: str = "strict", max_errors: int = 100) -> Report:
