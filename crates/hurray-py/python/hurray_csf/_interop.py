@@ -26,11 +26,13 @@ def _require(name: str, pip: str) -> Any:
         raise ImportError(f"this conversion needs the '{name}' package: pip install {pip}") from e
 
 
-def _int64(a: np.ndarray) -> np.ndarray:
-    """A uint64 index array as Arrow's int64: the same memory when every
-    entry is below 2^63 (always, for coordinates of a validated tensor with
-    extents below 2^63), a checked copy never."""
-    if a.size and int(a.max()) >= 1 << 63:
+def _int64(a: np.ndarray, bound: int) -> np.ndarray:
+    """A uint64 index array of a validated tensor as Arrow's int64, sharing
+    its memory. Every entry is below ``bound`` (a coordinate below its
+    level's extent, a pointer at most the next level's length), so only a
+    bound above 2^63 needs the entries read (O(1) otherwise: this is what
+    keeps ``to_pyarrow`` independent of the tensor's size)."""
+    if bound > 1 << 63 and a.size and int(a.max()) >= 1 << 63:
         raise OverflowError("an index of 2^63 or more does not fit Arrow's int64 index arrays")
     return a.view(np.int64)
 
@@ -42,8 +44,8 @@ def to_pyarrow(t: CsfTensor) -> Any:
     pa = _require("pyarrow", "pyarrow")
     t = t._validated()
     levels = t.levels
-    indptr = [_int64(pos) for pos, _ in levels[1:]]
-    indices = [_int64(crd) for _, crd in levels]
+    indptr = [_int64(pos, crd.size) for pos, crd in levels[1:]]
+    indices = [_int64(crd, t.shape[dim]) for (_, crd), dim in zip(levels, t.mode_order)]
     # The values buffer itself when it holds one numpy element per value;
     # packed 4-bit types (u4 looks like uint8), narrow floats and quantized
     # codes go through their values.
