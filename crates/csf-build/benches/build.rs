@@ -460,6 +460,19 @@ fn main() {
                 let row = run_tensor(&settings, &name, &coo);
                 print_row(&row, threads);
                 rows.push(row);
+                // The same entries in storage order, and with 0.1% of them
+                // moved elsewhere: the presorted path (rank 3 only, to keep
+                // the run short).
+                if rank_name == "r3" {
+                    for (label, moved) in [("sorted", 0), ("nearly-sorted", nnz / 1000)] {
+                        let name = format!("{label}/{name}");
+                        if settings.wants(&name) {
+                            let row = run_tensor(&settings, &name, &presorted(&coo, moved));
+                            print_row(&row, threads);
+                            rows.push(row);
+                        }
+                    }
+                }
             }
         }
     }
@@ -490,6 +503,39 @@ fn main() {
     }
     println!("\nload average at the end: {}", load_average());
     print_tables(&rows, &autos, threads);
+}
+
+/// `coo`'s entries in storage (identity) order, then `moved` of them moved
+/// to random places.
+fn presorted(coo: &csf_testdata::Coo, moved: usize) -> csf_testdata::Coo {
+    let mut sorted: Vec<usize> = (0..coo.len()).collect();
+    sorted.sort_by(|&a, &b| coo.index(a).cmp(coo.index(b)));
+    // Take `moved` entries out, then put each back before a random place.
+    let mut rng = csf_testdata::Rng::new(0x50f7);
+    let mut out_of_place = vec![false; sorted.len()];
+    let mut moves: Vec<(usize, usize)> = (0..moved)
+        .filter_map(|_| {
+            let from = rng.below(sorted.len() as u64) as usize;
+            let to = rng.below(sorted.len() as u64) as usize;
+            // An entry drawn twice is moved once.
+            (!std::mem::replace(&mut out_of_place[from], true)).then(|| (to, sorted[from]))
+        })
+        .collect();
+    moves.sort_unstable();
+    let mut moves = moves.into_iter().peekable();
+    let mut entries = Vec::with_capacity(sorted.len());
+    for (i, &entry) in sorted.iter().enumerate() {
+        while let Some((_, m)) = moves.next_if(|&(to, _)| to <= i) {
+            entries.push(m);
+        }
+        if !out_of_place[i] {
+            entries.push(entry);
+        }
+    }
+    entries.extend(moves.map(|(_, m)| m));
+    let indices = entries.iter().flat_map(|&e| coo.index(e).to_vec()).collect();
+    let values = entries.iter().map(|&e| coo.values[e]).collect();
+    csf_testdata::Coo { shape: coo.shape.clone(), indices, values }
 }
 
 fn print_tables(rows: &[Row], autos: &[AutoRow], threads: usize) {

@@ -6,8 +6,8 @@
 //! valgrind --tool=callgrind target/release/examples/build_profile 1M uniform 1
 //! ```
 //!
-//! Arguments (all optional): the non-zero count (`10M`), `uniform` or
-//! `powerlaw`, the number of threads (`1`: `Options { parallel: false }`;
+//! Arguments (all optional): the non-zero count (`10M`), `uniform`,
+//! `powerlaw` or `sorted` (the uniform entries in storage order), the number of threads (`1`: `Options { parallel: false }`;
 //! more: `parallel: true` on a rayon pool of that size; default: all cores),
 //! and the number of builds (5). Prints each build's wall-clock time.
 
@@ -33,18 +33,27 @@ fn main() {
     let threads: usize = arg(2).map_or(0, |s| s.parse().expect("a thread count"));
     let builds: usize = arg(3).map_or(5, |s| s.parse().expect("a build count"));
 
-    let coo = synthetic(&[2000, 2000, 2000], nnz, distribution, 0x5eed ^ nnz as u64);
+    let mut coo = synthetic(&[2000, 2000, 2000], nnz, distribution, 0x5eed ^ nnz as u64);
+    if arg(1) == Some("sorted") {
+        // The same entries in storage order: the presorted path.
+        let mut entries: Vec<usize> = (0..coo.len()).collect();
+        entries.sort_by(|&a, &b| coo.index(a).cmp(coo.index(b)));
+        let indices = entries.iter().flat_map(|&e| coo.index(e).to_vec()).collect();
+        let values = entries.iter().map(|&e| coo.values[e]).collect();
+        coo = csf_testdata::Coo { shape: coo.shape.clone(), indices, values };
+    }
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options = Options { duplicates: Duplicates::Sum, parallel: threads != 1, ..Options::default() };
     let run = || {
         for _ in 0..builds {
-            let start = Instant::now();
+            let (start, cpu) = (Instant::now(), cpu_time());
             let built = build(&input, &options).expect("build");
-            let time = start.elapsed();
+            let (time, cpu) = (start.elapsed(), cpu_time() - cpu);
             println!(
-                "{nnz} non-zeros in {:.4} s ({:.1} M/s)",
+                "{nnz} non-zeros in {:.4} s ({:.1} M/s), CPU {:.4} s",
                 time.as_secs_f64(),
-                nnz as f64 / time.as_secs_f64() / 1e6
+                nnz as f64 / time.as_secs_f64() / 1e6,
+                cpu
             );
             drop(built);
         }
@@ -54,4 +63,16 @@ fn main() {
     } else {
         run();
     }
+}
+
+/// CPU time of the whole process (all threads), which a loaded machine does
+/// not inflate the way it does wall-clock time.
+fn cpu_time() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable `timespec`; `clock_gettime` only writes it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::key::{Key, Layout};
 use crate::order::choose;
+use crate::presorted;
 use crate::sort::{chunks, copy_slot, sort_from, KeySource, Payload, Sorted};
 use crate::values::Slots;
 use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize, Source};
@@ -23,6 +24,11 @@ use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, 
 /// an invalid explicit mode order, a coordinate outside the shape, a
 /// duplicate under [`Duplicates::Error`], or a sum of an unsummable type.
 pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
+    build_with(coo, options, true)
+}
+
+/// [`build`], with the presorted path allowed or not (the tests compare the two).
+pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Result<Built, BuildError> {
     let rank = coo.shape.len();
     check_rank(rank)?;
     let len = entry_count(coo.indices, rank)?;
@@ -54,10 +60,15 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
     let extents: Vec<u64> = mode_order.iter().map(|&d| coo.shape[d as usize]).collect();
     let layout = Layout::new(&extents, len);
     let job = Job { source: &source, slots: &slots, mode_order: &mode_order, layout, options };
-    let (levels, values) = match layout.total_bits() {
-        0..=64 => job.run::<u64>()?,
-        65..=128 => job.run::<u128>()?,
-        _ => job.run_by_comparison()?,
+    let presorted = presorted::Input { source: &source, slots: &slots, mode_order: &mode_order, options };
+    let tried = if presort { presorted::try_build(&presorted)? } else { None };
+    let (levels, values) = match tried {
+        Some(output) => output,
+        None => match layout.total_bits() {
+            0..=64 => job.run::<u64>()?,
+            65..=128 => job.run::<u128>()?,
+            _ => job.run_by_comparison()?,
+        },
     };
     let nnz = (values.len() / slots.width.max(1)) as u64;
     let removed = len as u64 - nnz;
@@ -940,6 +951,89 @@ mod tests {
             let view = built.tensor.view();
             let got: Vec<f64> = (0..want.nnz()).map(|i| view.values().get_raw_f64(i).unwrap()).collect();
             assert_eq!(got, want.values, "u4 parallel={parallel}");
+        }
+    }
+
+    /// `coo`'s entries stably sorted by their storage-order tuples (equal
+    /// tuples keep their input order), with `strays` of them then moved to
+    /// random places.
+    fn in_storage_order(
+        coo: &csf_testdata::Coo,
+        order: &[u32],
+        strays: usize,
+        seed: u64,
+    ) -> csf_testdata::Coo {
+        let mut entries: Vec<usize> = (0..coo.len()).collect();
+        entries.sort_by_key(|&e| order.iter().map(|&d| coo.index(e)[d as usize]).collect::<Vec<_>>());
+        let mut rng = csf_testdata::Rng::new(seed);
+        for _ in 0..strays {
+            let from = rng.below(entries.len() as u64) as usize;
+            let moved = entries.remove(from);
+            entries.insert(rng.below(entries.len() as u64 + 1) as usize, moved);
+        }
+        let indices = entries.iter().flat_map(|&e| coo.index(e).to_vec()).collect();
+        let values = entries.iter().map(|&e| coo.values[e]).collect();
+        csf_testdata::Coo { shape: coo.shape.clone(), indices, values }
+    }
+
+    /// Sorted and nearly sorted input (strays up to the limit and past it)
+    /// builds byte-identical trees with and without the presorted path, for
+    /// every duplicate policy, mode order, zero dropping and key width.
+    #[test]
+    fn presorted_input_builds_what_the_sort_builds() {
+        let cases = [
+            (31, Distribution::PowerLaw { skew: 3.0 }, vec![30u64, 40, 50]),
+            (32, Distribution::Uniform, vec![1 << 40, 1 << 41, 1 << 42]),
+            (33, Distribution::PowerLaw { skew: 2.0 }, vec![5, 6, 7, 8]),
+        ];
+        for (seed, distribution, shape) in cases {
+            let mut coo = synthetic(&shape, 20_000, distribution, seed);
+            coo.values.iter_mut().step_by(7).for_each(|v| *v = 0.0);
+            let rank = shape.len() as u32;
+            for order in [(0..rank).collect::<Vec<_>>(), (0..rank).rev().collect()] {
+                for strays in [0, 5, 200, 2_000] {
+                    let input = in_storage_order(&coo, &order, strays, seed + strays as u64);
+                    let coo_in = Coo::new(&input.shape, Indices::RowMajor(&input.indices), &input.values);
+                    for duplicates in
+                        [Duplicates::Last, Duplicates::First, Duplicates::Sum, Duplicates::Error]
+                    {
+                        for drop_zeros in [false, true] {
+                            let options = Options { drop_zeros, ..options(&order, duplicates, false) };
+                            let fast = build_with(&coo_in, &options, true).map(|b| b.tensor);
+                            let sorted = build_with(&coo_in, &options, false).map(|b| b.tensor);
+                            assert_eq!(
+                                fast, sorted,
+                                "seed {seed} {order:?} strays {strays} {duplicates:?} {drop_zeros}"
+                            );
+                            // Up to the limit (1/64 of the entries) the fast path builds.
+                            let taken = takes_fast_path(&coo_in, &order, &options);
+                            assert_eq!(taken, strays <= 200, "seed {seed} {order:?} strays {strays}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn takes_fast_path(coo: &Coo<'_>, order: &[u32], options: &Options) -> bool {
+        let len = coo.values.len() / 8; // f64 values
+        let source = Source { shape: coo.shape, indices: coo.indices, len };
+        let slots = Slots::new(coo.element_type, &coo.values, len);
+        let input = presorted::Input { source: &source, slots: &slots, mode_order: order, options };
+        // A duplicate under `Error` is an answer of the fast path too.
+        !matches!(presorted::try_build(&input), Ok(None))
+    }
+
+    #[test]
+    fn presorted_input_reports_coordinates_outside_the_shape_like_the_sort() {
+        let indices = [0, 0, 0, 0, 0, 1, 0, 9, 0, 1, 1, 1];
+        let values = [1.0f64, 2.0, 0.0, 3.0];
+        let input = Coo::new(&[2, 2, 2], Indices::RowMajor(&indices), &values);
+        for drop_zeros in [false, true] {
+            let options = Options { drop_zeros, ..Options::default() };
+            let fast = build_with(&input, &options, true).map(|b| b.tensor);
+            assert_eq!(fast, build_with(&input, &options, false).map(|b| b.tensor));
+            assert!(matches!(fast, Err(BuildError::OutOfBounds { entry: 2, dim: 1, coord: 9, extent: 2 })));
         }
     }
 

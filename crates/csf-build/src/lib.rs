@@ -5,6 +5,7 @@
 mod build;
 mod key;
 mod order;
+mod presorted;
 mod quantize;
 mod sort;
 mod values;

@@ -46,7 +46,7 @@ impl<'a> Slots<'a> {
         }
     }
 
-    fn slot(&self, i: usize) -> &[u8] {
+    pub(crate) fn slot(&self, i: usize) -> &[u8] {
         &self.data[i * self.width..(i + 1) * self.width]
     }
 

@@ -1,0 +1,417 @@
+//! Input already in storage order, or nearly: built without a sort.
+//!
+//! Files are often written sorted (every real tensor in the project's data
+//! is), and sorting sorted input with the radix sort costs as much as sorting
+//! random input. One linear pass tells: it walks the kept entries in input
+//! order and keeps the longest run it can of entries whose storage-order
+//! tuples never decrease, setting aside the others ("strays"), and while no
+//! entry has strayed it also counts each level's nodes. When there are no
+//! strays, or few (a [`MAX_STRAYS`]th of the entries at most), the strays
+//! alone are sorted and merged back into the run on the fly (their nodes
+//! counted in one more pass), and the tree is written in one more linear pass
+//! into arrays allocated once at their final sizes: the memory of the sorted
+//! path, the output and nothing else of note. Too many strays and the scan
+//! stops early (it has read about twice a [`MAX_STRAYS`]th of the input) and
+//! the radix sort takes over.
+//!
+//! Tuples are compared level by level straight from the input, so this works
+//! for any key width and packs nothing. The order of equal tuples is the
+//! input order in both the run and the strays, and the merge takes the
+//! earlier entry first, so duplicates meet in input order exactly as after
+//! the stable sort: the policies `First`, `Last` and `Sum` see the same
+//! sequence, `Error` names the same pair, and the output is byte-identical to
+//! the sorted path's.
+
+use std::cmp::Ordering;
+
+use hurray_format::limits::MAX_RANK;
+
+use crate::sort::copy_slot;
+use crate::values::Slots;
+use crate::{BuildError, Duplicates, Indices, Options, Source};
+
+/// At most a `MAX_STRAYS`th of the entries may be strays.
+const MAX_STRAYS: usize = 64;
+
+/// The tree's levels (`(pos_L, crd_L)`), and the values in leaf order as slots.
+pub(crate) type Output = (Vec<(Vec<u64>, Vec<u64>)>, Vec<u8>);
+
+/// What the presorted path needs of a build.
+pub(crate) struct Input<'j> {
+    pub(crate) source: &'j Source<'j>,
+    pub(crate) slots: &'j Slots<'j>,
+    pub(crate) mode_order: &'j [u32],
+    pub(crate) options: &'j Options,
+}
+
+/// Builds the tree without a sort when the input is (nearly) in storage
+/// order; `Ok(None)` when it is not, or when a coordinate lies outside the
+/// shape (the sorted path reports which).
+pub(crate) fn try_build(input: &Input<'_>) -> Result<Option<Output>, BuildError> {
+    let mut dims = [0usize; MAX_RANK];
+    dims.iter_mut().zip(input.mode_order).for_each(|(d, &m)| *d = m as usize);
+    let rank = input.mode_order.len();
+    let mut extents = [0u64; MAX_RANK];
+    extents.iter_mut().zip(&dims[..rank]).for_each(|(e, &d)| *e = input.source.shape[d]);
+    match input.source.indices {
+        Indices::RowMajor(flat) => Walk { input, tuples: Rows { flat, rank, dims }, rank, extents }.build(),
+        Indices::Columnar(cols) => Walk { input, tuples: Columns { cols, dims }, rank, extents }.build(),
+    }
+}
+
+/// Storage-order coordinates by entry and level, one implementation per
+/// index layout so that the reads inline.
+trait Tuples {
+    fn get(&self, entry: usize, level: usize) -> u64;
+}
+
+struct Rows<'a> {
+    flat: &'a [u64],
+    rank: usize,
+    dims: [usize; MAX_RANK],
+}
+
+impl Tuples for Rows<'_> {
+    #[inline(always)]
+    fn get(&self, entry: usize, level: usize) -> u64 {
+        self.flat[entry * self.rank + self.dims[level]]
+    }
+}
+
+struct Columns<'a> {
+    cols: &'a [&'a [u64]],
+    dims: [usize; MAX_RANK],
+}
+
+impl Tuples for Columns<'_> {
+    #[inline(always)]
+    fn get(&self, entry: usize, level: usize) -> u64 {
+        self.cols[self.dims[level]][entry]
+    }
+}
+
+/// Why the scan stopped: too many strays, or a coordinate outside the shape.
+struct Decline;
+
+/// Node counts per level of entries taken in storage order, and the first
+/// duplicate (under `Duplicates::Error`, the only policy that needs it).
+struct Tally {
+    counts: Vec<usize>,
+    first_duplicate: Option<(usize, usize)>,
+}
+
+impl Tally {
+    fn new(rank: usize) -> Self {
+        Self { counts: vec![0; rank], first_duplicate: None }
+    }
+
+    /// Adds entry `entry`, which follows `prev` in storage order and leaves
+    /// its path at level `split` (`None`: the same tuple).
+    #[inline(always)]
+    fn add(&mut self, prev: Option<usize>, split: Option<usize>, entry: usize) {
+        match (split, prev) {
+            (Some(split), _) => self.counts[split..].iter_mut().for_each(|c| *c += 1),
+            (None, Some(first)) => {
+                self.first_duplicate.get_or_insert((first, entry));
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// The kept entries, walked in storage order.
+struct Walk<'w, T> {
+    input: &'w Input<'w>,
+    tuples: T,
+    rank: usize,
+    /// The bounding size of each level.
+    extents: [u64; MAX_RANK],
+}
+
+impl<T: Tuples> Walk<'_, T> {
+    /// How entry `b`'s tuple compares with entry `a`'s, and the first level
+    /// where they differ (`None` when equal).
+    #[inline(always)]
+    fn compare(&self, a: usize, b: usize) -> (Ordering, Option<usize>) {
+        for level in 0..self.rank {
+            let (x, y) = (self.tuples.get(a, level), self.tuples.get(b, level));
+            if x != y {
+                return (y.cmp(&x), Some(level));
+            }
+        }
+        (Ordering::Equal, None)
+    }
+
+    /// The split level of `entry` after `prev` in storage order (0 for the first).
+    #[inline(always)]
+    fn split(&self, prev: Option<usize>, entry: usize) -> Option<usize> {
+        prev.map_or(Some(0), |p| self.compare(p, entry).1)
+    }
+
+    /// [`Walk::compare`] of `entry` with `last` (`Greater` at level 0 when
+    /// there is none), and whether `entry` lies inside the shape: the scan's
+    /// one read of each coordinate.
+    #[inline(always)]
+    fn step(&self, last: Option<usize>, entry: usize) -> (Ordering, Option<usize>, bool) {
+        let mut inside = true;
+        let mut found = last.map_or((Ordering::Greater, Some(0)), |_| (Ordering::Equal, None));
+        for level in 0..self.rank {
+            let c = self.tuples.get(entry, level);
+            inside &= c < self.extents[level];
+            if let (Some(l), None) = (last, found.1) {
+                let p = self.tuples.get(l, level);
+                if p != c {
+                    found = (c.cmp(&p), Some(level));
+                }
+            }
+        }
+        (found.0, found.1, inside)
+    }
+
+    fn kept(&self, entry: usize) -> bool {
+        !self.input.options.drop_zeros || !self.input.slots.is_zero(entry)
+    }
+
+    fn build(&self) -> Result<Option<Output>, BuildError> {
+        let Ok((run, strays)) = self.scan() else { return Ok(None) };
+        // Without strays the run is the storage order and its tally the
+        // tree's; with strays the merged order is counted again.
+        let tally = if strays.sorted.is_empty() { run } else { self.count(&strays) };
+        if self.input.options.duplicates == Duplicates::Error {
+            if let Some((first, second)) = tally.first_duplicate {
+                return Err(self.duplicate(first, second));
+            }
+        }
+        Ok(Some(self.write(&tally.counts, &strays)))
+    }
+
+    /// The run's tally and the strays sorted in storage order (a stray's
+    /// place in the input is marked by `Strays::bits`).
+    ///
+    /// An entry below the run's last tuple is a stray, unless it is not below
+    /// the tuple before that: then the run's last entry was the one out of
+    /// place (one entry moved far ahead of its place), and it becomes the
+    /// stray instead, so that it cannot turn every entry after it into one
+    /// (a run of one entry always gives way).
+    fn scan(&self) -> Result<(Tally, Strays), Decline> {
+        let len = self.input.source.len;
+        let limit = len / MAX_STRAYS;
+        let mut strays = Strays { bits: Vec::new(), sorted: Vec::new() };
+        let mut tally = Tally::new(self.rank);
+        // The run's last entry, and the one before it.
+        let (mut last, mut before): (Option<usize>, Option<usize>) = (None, None);
+        for entry in 0..len {
+            let (order, split, inside) = self.step(last, entry);
+            // Every coordinate is checked, a dropped entry's too.
+            if !inside {
+                return Err(Decline);
+            }
+            if !self.kept(entry) {
+                continue;
+            }
+            if order != Ordering::Less {
+                if strays.sorted.is_empty() {
+                    tally.add(last, split, entry);
+                }
+                (before, last) = (last, Some(entry));
+                continue;
+            }
+            let gives_way = before.map_or(true, |b| self.compare(b, entry).0 != Ordering::Less);
+            let stray = match (gives_way, last) {
+                (true, Some(l)) => last.replace(entry).unwrap_or(l),
+                _ => entry,
+            };
+            strays.push(stray, len);
+            if strays.sorted.len() > limit {
+                return Err(Decline);
+            }
+        }
+        // Equal tuples in input order (a stable sort of input positions).
+        let mut sorted = std::mem::take(&mut strays.sorted);
+        sorted.sort_unstable_by(|&a, &b| self.compare(b, a).0.then(a.cmp(&b)));
+        strays.sorted = sorted;
+        Ok((tally, strays))
+    }
+
+    /// The kept entries in storage order, equal tuples in input order: the
+    /// run, with the strays merged in.
+    fn merged<'s>(&'s self, strays: &'s Strays) -> Merged<'s, T> {
+        Merged { walk: self, strays, next: 0, stray: 0, pending: None }
+    }
+
+    /// The tally of the merged order.
+    fn count(&self, strays: &Strays) -> Tally {
+        let mut tally = Tally::new(self.rank);
+        let mut prev = None;
+        for entry in self.merged(strays) {
+            tally.add(prev, self.split(prev, entry), entry);
+            prev = Some(entry);
+        }
+        tally
+    }
+
+    fn duplicate(&self, first: usize, second: usize) -> BuildError {
+        let source = self.input.source;
+        BuildError::Duplicate {
+            index: (0..source.shape.len()).map(|d| source.coord(second, d)).collect(),
+            first,
+            second,
+        }
+    }
+
+    /// Writes every level and the values into arrays of their final sizes.
+    fn write(&self, counts: &[usize], strays: &Strays) -> Output {
+        let rank = self.rank;
+        let width = self.input.slots.width;
+        let mut crds: Vec<Vec<u64>> = counts.iter().map(|&n| vec![0; n]).collect();
+        let mut poss: Vec<Vec<u64>> = (0..rank)
+            .map(|level| match level {
+                0 => vec![0, counts[0] as u64],
+                _ => {
+                    let mut pos = vec![0; counts[level - 1] + 1];
+                    pos[counts[level - 1]] = counts[level] as u64;
+                    pos
+                }
+            })
+            .collect();
+        let mut values = vec![0u8; counts[rank - 1] * width];
+        let mut out = Arrays {
+            crd: std::array::from_fn(|_| Default::default()),
+            pos: std::array::from_fn(|_| Default::default()),
+            values: &mut values,
+        };
+        out.crd.iter_mut().zip(&mut crds).for_each(|(c, v)| *c = v);
+        out.pos.iter_mut().zip(&mut poss).for_each(|(p, v)| *p = v);
+        // The value copy specialised by width: a `memcpy` call per value
+        // would cost more than the rest of the loop.
+        match width {
+            1 => self.fill::<1>(&mut out, strays),
+            2 => self.fill::<2>(&mut out, strays),
+            4 => self.fill::<4>(&mut out, strays),
+            8 => self.fill::<8>(&mut out, strays),
+            _ => self.fill::<0>(&mut out, strays),
+        }
+        (poss.into_iter().zip(crds).collect(), values)
+    }
+
+    /// The walk that writes: every entry opens a node at each level from its
+    /// split level down; a duplicate meets the last leaf's value under its
+    /// policy. `W` is the value width (0: the slots' own).
+    fn fill<const W: usize>(&self, out: &mut Arrays<'_>, strays: &Strays) {
+        let leaf = self.rank - 1;
+        let slots = self.input.slots;
+        let width = if W == 0 { slots.width } else { W };
+        let duplicates = self.input.options.duplicates;
+        // `opened[L]`: nodes written at level L so far.
+        let mut opened = [0usize; MAX_RANK];
+        let mut prev = None;
+        for entry in self.merged(strays) {
+            let slot = slots.slot(entry);
+            let split = self.split(prev, entry);
+            prev = Some(entry);
+            let Some(split) = split else {
+                let last = opened[leaf] - 1;
+                let into = &mut out.values[last * width..(last + 1) * width];
+                match duplicates {
+                    // Sums were checked possible (`Slots::can_sum`) before the build.
+                    Duplicates::Sum => {
+                        let _ = slots.add_slot(into, slot);
+                    }
+                    Duplicates::Last => copy_slot::<W>(into, slot),
+                    Duplicates::First | Duplicates::Error => {}
+                }
+                continue;
+            };
+            for level in split..self.rank {
+                if level > split {
+                    // The node just opened at level - 1 starts its children here.
+                    out.pos[level][opened[level - 1] - 1] = opened[level] as u64;
+                }
+                out.crd[level][opened[level]] = self.tuples.get(entry, level);
+                opened[level] += 1;
+            }
+            let at = opened[leaf] - 1;
+            copy_slot::<W>(&mut out.values[at * width..(at + 1) * width], slot);
+        }
+    }
+}
+
+/// The iterator of [`Walk::merged`].
+struct Merged<'s, T> {
+    walk: &'s Walk<'s, T>,
+    strays: &'s Strays,
+    /// The next input position to look at for the run.
+    next: usize,
+    /// The next stray (an index into `strays.sorted`).
+    stray: usize,
+    /// The run's next entry, when found and not yet given out.
+    pending: Option<usize>,
+}
+
+impl<T: Tuples> Iterator for Merged<'_, T> {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let len = self.walk.input.source.len;
+        while self.pending.is_none() && self.next < len {
+            let entry = self.next;
+            self.next += 1;
+            if !self.strays.holds(entry) && self.walk.kept(entry) {
+                self.pending = Some(entry);
+            }
+        }
+        let stray = self.strays.sorted.get(self.stray).copied();
+        match (self.pending, stray) {
+            // A stray goes first if its tuple is smaller, or equal and earlier in the input.
+            (Some(entry), Some(s))
+                if match self.walk.compare(entry, s).0 {
+                    Ordering::Equal => s < entry,
+                    order => order == Ordering::Less,
+                } =>
+            {
+                self.stray += 1;
+                Some(s)
+            }
+            (Some(entry), _) => {
+                self.pending = None;
+                Some(entry)
+            }
+            (None, Some(s)) => {
+                self.stray += 1;
+                Some(s)
+            }
+            (None, None) => None,
+        }
+    }
+}
+
+/// The output arrays, as slices for the writing walk.
+struct Arrays<'a> {
+    crd: [&'a mut [u64]; MAX_RANK],
+    pos: [&'a mut [u64]; MAX_RANK],
+    values: &'a mut [u8],
+}
+
+/// The entries set aside from the run.
+struct Strays {
+    /// One bit per input entry, set for a stray (empty when there is none).
+    bits: Vec<u64>,
+    /// The strays (input positions), in storage order once the scan ends.
+    sorted: Vec<usize>,
+}
+
+impl Strays {
+    fn push(&mut self, entry: usize, len: usize) {
+        if self.bits.is_empty() {
+            self.bits = vec![0; len.div_ceil(64)];
+        }
+        self.bits[entry / 64] |= 1 << (entry % 64);
+        self.sorted.push(entry);
+    }
+
+    #[inline(always)]
+    fn holds(&self, entry: usize) -> bool {
+        !self.bits.is_empty() && self.bits[entry / 64] >> (entry % 64) & 1 == 1
+    }
+}
