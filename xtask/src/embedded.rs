@@ -68,14 +68,26 @@ pub(crate) fn embedded() -> Result {
     run(firmware().args(["fmt", "--check"]))?;
     let mut report = Vec::new();
     for board in BOARDS {
-        run(firmware().args(["clippy", "--locked", "--release", "--target", board.target, "--", "-D", "warnings"]))?;
+        run(firmware().args([
+            "clippy",
+            "--locked",
+            "--release",
+            "--target",
+            board.target,
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
         run(firmware().args(["build", "--locked", "--release", "--bins", "--target", board.target]))?;
         let bin = |name: &str| target_dir.join(board.target).join("release").join(name);
         let out = qemu(board, &bin("check"))?;
         let ok = out.lines().filter(|l| l.starts_with("check ") && l.ends_with(": ok")).count();
         let summary = format!("firmware: {FIRMWARE_CHECKS} checks, 0 failures");
         if ok != FIRMWARE_CHECKS || !out.lines().any(|l| l == summary) || out.contains("FAILED") {
-            return Err(format!("{}: the firmware's report is not `{summary}` ({ok} ok lines)", board.target));
+            return Err(format!(
+                "{}: the firmware's report is not `{summary}` ({ok} ok lines)",
+                board.target
+            ));
         }
         let budget_stack = stack(&qemu(board, &bin("budget"))?, "budget")?;
         let baseline_stack = stack(&qemu(board, &bin("baseline"))?, "baseline")?;
@@ -111,7 +123,9 @@ pub(crate) fn embedded() -> Result {
             ));
         }
     }
-    eprintln!("\nembedded: decode + strict validation + lookup + iteration (the `budget` program minus `baseline`)");
+    eprintln!(
+        "\nembedded: decode + strict validation + lookup + iteration (the `budget` program minus `baseline`)"
+    );
     for line in &report {
         eprintln!("  {line}");
     }
@@ -123,7 +137,8 @@ pub(crate) fn embedded() -> Result {
 fn ensure_targets(targets: &[&str]) -> Result {
     let installed = Command::new("rustup").args(["target", "list", "--installed"]).output();
     let installed = installed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-    let missing: Vec<&str> = targets.iter().copied().filter(|t| !installed.lines().any(|l| l == *t)).collect();
+    let missing: Vec<&str> =
+        targets.iter().copied().filter(|t| !installed.lines().any(|l| l == *t)).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -198,7 +213,8 @@ struct Sizes {
 impl Sizes {
     fn of(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let elf = elf::Elf32::parse(&bytes).ok_or_else(|| format!("{}: not a 32-bit ELF file", path.display()))?;
+        let elf =
+            elf::Elf32::parse(&bytes).ok_or_else(|| format!("{}: not a 32-bit ELF file", path.display()))?;
         let (mut flash, mut ram) = (0, 0);
         for section in elf.sections() {
             match section.name {
@@ -270,7 +286,8 @@ mod elf {
         /// The names in the symbol table (`SHT_SYMTAB`, type 2).
         pub fn symbols(&self) -> impl Iterator<Item = &str> {
             let symtab = self.sections.iter().find(|s| s.1 == 2).copied();
-            let strtab = symtab.and_then(|s| self.sections.get(s.4 as usize)).map(|s| (s.2 as usize, s.3 as usize));
+            let strtab =
+                symtab.and_then(|s| self.sections.get(s.4 as usize)).map(|s| (s.2 as usize, s.3 as usize));
             let (offset, size) = symtab.map_or((0, 0), |s| (s.2 as usize, s.3 as usize));
             (0..size / 16).filter_map(move |i| {
                 let name = u32_at(self.bytes, offset + 16 * i)?;
@@ -298,7 +315,9 @@ mod tests {
         file[0x2e..0x30].copy_from_slice(&40u16.to_le_bytes());
         file[0x30..0x32].copy_from_slice(&3u16.to_le_bytes());
         file[0x32..0x34].copy_from_slice(&1u16.to_le_bytes());
-        for (name, kind, offset, size) in [(0u32, 0u32, 0u32, 0u32), (1, 3, names_at, names.len() as u32), (11, 1, 0, 100)] {
+        for (name, kind, offset, size) in
+            [(0u32, 0u32, 0u32, 0u32), (1, 3, names_at, names.len() as u32), (11, 1, 0, 100)]
+        {
             let mut header = [0u8; 40];
             for (k, v) in [(0, name), (1, kind), (4, offset), (5, size)] {
                 header[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
