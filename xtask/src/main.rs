@@ -8,6 +8,9 @@
 //! machine, so it should build in a second or two, and a dependency update must
 //! never be able to break the tool that checks dependency updates.
 
+mod embedded;
+mod miri;
+
 use std::env;
 use std::ffi::OsStr;
 use std::fs;
@@ -44,6 +47,24 @@ const TASKS: &[Task] = &[
         usage: "",
         about: "prove that hurray-format and csf-core build with neither std nor an allocator",
         run: |args| no_args("nostd", args).and_then(|()| nostd()),
+    },
+    Task {
+        name: "embedded",
+        usage: "",
+        about: "build the three decoder crates for Cortex-M4F and M0, run crates/nostd-firmware on both under \
+                QEMU, check its answers and the flash/RAM/stack budgets (installs targets and QEMU if missing)",
+        run: |args| no_args("embedded", args).and_then(|()| embedded::embedded()),
+    },
+    Task {
+        name: "miri",
+        usage: "[--ci]",
+        about: "run the test suites of hurray-format, csf-core and csf-validate under Miri on big-endian s390x \
+                (`--ci`: the shorter selection the ci step runs)",
+        run: |args| match args {
+            [] => miri::full(),
+            [flag] if flag == "--ci" => miri::ci(),
+            [extra, ..] => Err(format!("`cargo xtask miri` takes only `--ci`, got `{extra}`")),
+        },
     },
     Task {
         name: "docsrs",
@@ -116,6 +137,13 @@ const CI_STEPS: &[Step] = &[
     // missing; its own target dir, so reruns only re-document (a few seconds).
     Step { name: "docsrs", run: docsrs },
     Step { name: "nostd", run: nostd },
+    // The firmware on a Cortex-M4F and a Cortex-M0 under QEMU, with the
+    // budgets of docs/benchmarks.md. About 2 minutes on a fresh machine
+    // (QEMU's install, the targets, three builds per board), 30 s warm.
+    Step { name: "embedded", run: embedded::embedded },
+    // Big-endian: the unit tests and the fixture tests under Miri on s390x
+    // (`cargo xtask miri` runs everything; the selection is in miri.rs).
+    Step { name: "miri", run: miri::ci },
     // The Python package: installed with pip as a user would, then its tests.
     Step { name: "python", run: python },
     // Every fuzz target for HURRAY_CI_FUZZ_SECONDS (default 30; 0 skips), so

@@ -494,7 +494,8 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+        // Fewer cases under Miri (`cargo xtask miri`), where each costs about a thousand times more.
+        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 8 } else { 512 }, failure_persistence: None, ..ProptestConfig::default() })]
 
         /// Valid trees with a few `pos` entries of the last two levels
         /// overwritten: the flat path must take exactly the windows that the

@@ -452,7 +452,8 @@ fn garbage() -> impl Strategy<Value = Tree> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+    // Fewer cases under Miri (`cargo xtask miri`), where each costs about a thousand times more.
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 16 } else { 2048 }, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn garbage_trees_are_handled_totally(tree in garbage(), seed in any::<u64>()) {

@@ -47,7 +47,8 @@ fn tensor() -> impl Strategy<Value = (Coo, Vec<u32>, Vec<Vec<u64>>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    // Fewer cases under Miri (`cargo xtask miri`), where each costs about a thousand times more.
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 8 } else { 512 }, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn lookup_and_iteration_match_a_btreemap((coo, order, probes) in tensor()) {

@@ -216,6 +216,26 @@ impl Descriptor {
         })
     }
 
+    /// A descriptor with every list empty and no optional section, for the
+    /// decoder to fill in place. Out of line so that it writes straight into
+    /// its destination: inlined, its empty lists were built on the stack and
+    /// copied (4 KiB more stack for `Container::decode` on a 32-bit target).
+    #[inline(never)]
+    pub(crate) fn empty() -> Self {
+        Self {
+            layout: LayoutTag::CSF,
+            element_type: ElementType::U8,
+            shape: Shape::new(),
+            byte_offset: 0,
+            nnz: 0,
+            mode_order: ModeOrder::new(),
+            buffers: BufferTable::new(),
+            statistics: None,
+            quantization: None,
+            shard: None,
+        }
+    }
+
     /// The rank: the number of logical dimensions.
     pub fn rank(&self) -> usize {
         self.shape.len()

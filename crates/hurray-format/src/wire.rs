@@ -9,8 +9,7 @@
 //! A test checks that postcard's own deserializer agrees with this reader.
 
 use crate::descriptor::{
-    BufferEntry, BufferTable, Descriptor, DeviceTag, Flags, ModeOrder, QuantScheme, Quantization, Shape,
-    ShardDescriptor, Statistics,
+    BufferEntry, Descriptor, DeviceTag, Flags, QuantScheme, Quantization, ShardDescriptor, Statistics,
 };
 use crate::element::ElementType;
 use crate::error::DecodeError;
@@ -108,20 +107,24 @@ impl<'a> Reader<'a> {
         ElementType::from_code(code).ok_or(DecodeError::UnknownElementType { offset, field, code })
     }
 
+    /// Reads a sequence into `list` (which must be empty), in place: a
+    /// descriptor's lists are kilobytes (the buffer table is over 3 KiB on a
+    /// 32-bit target), and returning them by value would put a copy of each
+    /// on the stack of every caller.
     fn list<T: Copy + Default, const N: usize>(
         &mut self,
         field: &'static str,
+        list: &mut FixedVec<T, N>,
         mut item: impl FnMut(&mut Self) -> Result<T, DecodeError>,
-    ) -> Result<FixedVec<T, N>, DecodeError> {
+    ) -> Result<(), DecodeError> {
         let offset = self.offset();
         let len = self.seq_len(field, N)?;
-        let mut list = FixedVec::new();
         for _ in 0..len {
             let value = item(self)?;
             // Unreachable: `len <= N` was checked above.
             list.push(value).map_err(|_| DecodeError::TooLong { offset, field, len: len as u64, max: N })?;
         }
-        Ok(list)
+        Ok(())
     }
 
     /// An optional section whose presence must agree with its flag.
@@ -146,8 +149,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes a descriptor occupying exactly `bytes`, which start at `base` in the input.
-pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Descriptor, DecodeError> {
+/// Decodes a descriptor occupying exactly `bytes`, which start at `base` in
+/// the input, into `d`, which must be [`Descriptor::empty`]. Filled in place
+/// rather than returned: a descriptor is about 4.7 KiB on a 32-bit target,
+/// and each by-value hand-over cost a copy on the stack (a Cortex-M0 with
+/// 16 KiB of RAM overflowed its stack decoding the spec's example).
+pub(crate) fn decode_descriptor(bytes: &[u8], base: usize, d: &mut Descriptor) -> Result<(), DecodeError> {
     let mut r = Reader { bytes, pos: 0, base };
 
     let layout_offset = r.offset();
@@ -159,20 +166,21 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Descriptor,
             DecodeError::UnknownLayout { offset: layout_offset, tag: layout.0 }
         });
     }
-    let element_type = r.element_type("element_type")?;
-    let shape: Shape = r.list("shape", Reader::u64)?;
+    d.layout = layout;
+    d.element_type = r.element_type("element_type")?;
+    r.list("shape", &mut d.shape, Reader::u64)?;
     let flags_offset = r.offset();
     let flags = Flags(r.u32()?);
     if flags.0 & !Flags::KNOWN != 0 {
         return Err(DecodeError::UnknownFlags { offset: flags_offset, bits: flags.0 & !Flags::KNOWN });
     }
-    let byte_offset = r.u64()?;
-    let nnz = r.u64()?;
-    let mode_order: ModeOrder = r.list("mode_order", Reader::u32)?;
-    let buffers: BufferTable = r.list("buffers", |r| {
+    d.byte_offset = r.u64()?;
+    d.nnz = r.u64()?;
+    r.list("mode_order", &mut d.mode_order, Reader::u32)?;
+    r.list("buffers", &mut d.buffers, |r| {
         Ok(BufferEntry { offset: r.u64()?, length: r.u64()?, device_tag: DeviceTag(r.u8()?) })
     })?;
-    let statistics = r.section(flags, Flags::HAS_STATISTICS, "statistics", |r| {
+    d.statistics = r.section(flags, Flags::HAS_STATISTICS, "statistics", |r| {
         Ok(Statistics {
             nnz: r.u64()?,
             sparsity_ratio: r.f64()?,
@@ -180,7 +188,7 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Descriptor,
             max: if r.option("statistics.max")? { Some(r.f64()?) } else { None },
         })
     })?;
-    let quantization = r.section(flags, Flags::HAS_QUANTIZATION, "quantization", |r| {
+    d.quantization = r.section(flags, Flags::HAS_QUANTIZATION, "quantization", |r| {
         let offset = r.offset();
         let code = r.u8()?;
         let scheme = QuantScheme::from_code(code).ok_or(DecodeError::UnknownQuantScheme { offset, code })?;
@@ -196,28 +204,19 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Descriptor,
             },
         })
     })?;
-    let shard = r.section(flags, Flags::IS_SHARD, "shard", |r| {
-        Ok(ShardDescriptor {
+    // The section's fields are read into the descriptor in place (see above).
+    if r.section(flags, Flags::IS_SHARD, "shard", |_| Ok(()))?.is_some() {
+        let shard = d.shard.insert(ShardDescriptor {
             shard_index: r.u64()?,
             shard_count: r.u64()?,
-            shard_offset: r.list::<u64, MAX_RANK>("shard.shard_offset", Reader::u64)?,
-        })
-    })?;
+            shard_offset: FixedVec::new(),
+        });
+        r.list::<u64, MAX_RANK>("shard.shard_offset", &mut shard.shard_offset, Reader::u64)?;
+    }
 
     if r.pos != bytes.len() {
         return Err(DecodeError::DescriptorTrailingBytes { offset: r.offset(), count: bytes.len() - r.pos });
     }
-    debug_assert!(buffers.len() <= MAX_BUFFERS);
-    Ok(Descriptor {
-        layout,
-        element_type,
-        shape,
-        byte_offset,
-        nnz,
-        mode_order,
-        buffers,
-        statistics,
-        quantization,
-        shard,
-    })
+    debug_assert!(d.buffers.len() <= MAX_BUFFERS);
+    Ok(())
 }

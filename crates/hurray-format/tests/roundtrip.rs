@@ -270,7 +270,8 @@ fn apply(bytes: &mut Vec<u8>, edit: &Edit) {
 // ------------------------------------------------------------- properties
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // Fewer cases under Miri (`cargo xtask miri`), where each costs about a thousand times more.
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 16 } else { 512 }, ..ProptestConfig::default() })]
 
     /// encode -> decode gives the descriptor with the encoder's offsets and
     /// the same buffers, and decode -> encode gives the same bytes.

@@ -1,0 +1,97 @@
+//! `cargo xtask miri`: the test suites of the decoder-side crates under Miri,
+//! on a big-endian 64-bit target (s390x), so that the byte-wise path that
+//! big-endian machines take (and every `unsafe`-free claim of no UB) is
+//! checked by the whole suite, not only on little-endian hosts.
+
+use std::time::Instant;
+
+use crate::{ensure_nightly, nightly_cargo, run, Result};
+
+/// Miri emulates this target's byte order; no cross toolchain is needed.
+const TARGET: &str = "s390x-unknown-linux-gnu";
+
+/// File access for the committed fixtures and corpus.
+const MIRIFLAGS: &str = "-Zmiri-disable-isolation";
+
+/// The CI step, a few minutes: hurray-format's unit tests and the golden
+/// test of the committed fixture; csf-core's unit tests of lookup, iteration,
+/// values and quantization on the spec's example and small trees, and its
+/// spec-example integration test; csf-validate's rule tests on the spec's
+/// example and the i4 quantized tensor. `cargo xtask miri` runs the rest:
+/// csf-core's tests over large synthetic trees (`find_many_spans_groups_and_long_slices`,
+/// `flat_path_on_damaged_trees`, minutes each under Miri), every proptest,
+/// and the integration suites `hostile`, `proptest`, `mode_orders`, `empty`
+/// (csf-core), `rules`, `mutations`, `corpus` (csf-validate) and
+/// `roundtrip`, `decode_errors` (hurray-format), whole.
+const CI_TESTS: &[(&str, &[&str])] = &[
+    ("hurray-format", &["--lib", "--test", "golden"]),
+    (
+        "csf-core",
+        &[
+            "--lib",
+            "--",
+            "find_many_on_the_spec_example",
+            "find_many_reports_bad_mode_order",
+            "flat_path_declines_what_the_clamps_would_change",
+            "quant::",
+            "scalar::",
+            "values::",
+        ],
+    ),
+    ("csf-core", &["--test", "spec_example"]),
+    (
+        "csf-validate",
+        &[
+            "--test",
+            "rules",
+            "--",
+            "the_spec_example_is_valid_both_ways",
+            "sibling_order_reports_the_offending_child",
+            "coordinate_bounds_use_the_extent_of_the_stored_dimension",
+            "values_size_for_whole_byte_and_sub_byte_types",
+            "parameter_buffers_keep_the_data_model_rules",
+        ],
+    ),
+];
+
+fn setup() -> Result {
+    ensure_nightly()?;
+    let mut add = std::process::Command::new("rustup");
+    add.env_remove("RUSTUP_TOOLCHAIN").args([
+        "component",
+        "add",
+        "miri",
+        "rust-src",
+        "--toolchain",
+        "nightly",
+    ]);
+    run(&mut add)
+}
+
+fn miri_test(krate: &str, selection: &[&str]) -> Result {
+    let mut cmd = nightly_cargo();
+    cmd.env("MIRIFLAGS", MIRIFLAGS).args(["miri", "test", "--locked", "--target", TARGET, "-p", krate]);
+    run(cmd.args(selection))
+}
+
+/// The CI step (see [`CI_TESTS`]).
+pub(crate) fn ci() -> Result {
+    setup()?;
+    let started = Instant::now();
+    for (krate, selection) in CI_TESTS {
+        miri_test(krate, selection)?;
+    }
+    eprintln!("miri: the CI selection passed on {TARGET} in {:.0}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Every test of the three crates (doctests included), under Miri.
+pub(crate) fn full() -> Result {
+    setup()?;
+    let started = Instant::now();
+    for krate in ["hurray-format", "csf-core", "csf-validate"] {
+        miri_test(krate, &[])?;
+    }
+    eprintln!("miri: every test passed on {TARGET} in {:.0}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
