@@ -408,6 +408,9 @@ pub(crate) mod testing {
         pub order: Vec<u32>,
         /// `(pos_L, crd_L)`.
         pub levels: Vec<(Vec<u64>, Vec<u64>)>,
+        /// The same words in file (little-endian) byte order, which a
+        /// big-endian machine views instead (`from_native` is `None` there).
+        le_levels: Vec<(Vec<u64>, Vec<u64>)>,
     }
 
     /// The arrays as little-endian bytes, each starting at an address that is
@@ -427,7 +430,9 @@ pub(crate) mod testing {
 
     impl Arrays {
         pub fn new(shape: &[u64], order: &[u32], levels: Vec<(Vec<u64>, Vec<u64>)>) -> Self {
-            Self { shape: shape.to_vec(), order: order.to_vec(), levels }
+            let le = |words: &Vec<u64>| words.iter().map(|w| w.to_le()).collect();
+            let le_levels = levels.iter().map(|(p, c)| (le(p), le(c))).collect();
+            Self { shape: shape.to_vec(), order: order.to_vec(), levels, le_levels }
         }
 
         /// The spec's example: shape [2, 3, 4], identity order.
@@ -455,18 +460,18 @@ pub(crate) mod testing {
         }
 
         /// The view over the arrays in place on a little-endian machine (so
-        /// that the native paths run); on a big-endian one, over a
-        /// little-endian copy of them (the file byte order), which is leaked:
-        /// `from_native` is `None` there, and the view must outlive this call.
+        /// that the native paths run); on a big-endian one, over their
+        /// little-endian copies (the file byte order), read byte-wise.
         pub fn view(&self) -> CsfView<'_> {
-            fn array(words: &[u64]) -> U64Array<'_> {
-                U64Array::from_native(words).unwrap_or_else(|| {
-                    let le: &'static [u64] = Vec::leak(words.iter().map(|w| w.to_le()).collect());
-                    U64Array::from_le_words(le)
-                })
+            fn array<'a>(native: &'a [u64], le: &'a [u64]) -> U64Array<'a> {
+                U64Array::from_native(native).unwrap_or_else(|| U64Array::from_le_words(le))
             }
-            let levels: Vec<Level<'_>> =
-                self.levels.iter().map(|(p, c)| Level { pos: array(p), crd: array(c) }).collect();
+            let levels: Vec<Level<'_>> = self
+                .levels
+                .iter()
+                .zip(&self.le_levels)
+                .map(|((p, c), (lp, lc))| Level { pos: array(p, lp), crd: array(c, lc) })
+                .collect();
             CsfView::from_parts(ElementType::U8, &self.shape, &self.order, 0, &levels, &[]).unwrap()
         }
 
