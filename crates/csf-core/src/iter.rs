@@ -466,9 +466,10 @@ mod tests {
     #[test]
     fn flat_path_declines_what_the_clamps_would_change() {
         let example = |leaf_pos: Vec<u64>| {
-            let mut arrays = Arrays::spec_example();
-            arrays.levels[2].0 = leaf_pos;
-            arrays
+            let spec = Arrays::spec_example();
+            let mut levels = spec.levels;
+            levels[2].0 = leaf_pos;
+            Arrays::new(&spec.shape, &spec.order, levels)
         };
         // An empty leaf fiber, a decreasing pos, one past the end of crd, a
         // start past 0, and a pos too short for the window.

@@ -406,7 +406,8 @@ pub(crate) mod testing {
     pub struct Arrays {
         pub shape: Vec<u64>,
         pub order: Vec<u32>,
-        /// `(pos_L, crd_L)`.
+        /// `(pos_L, crd_L)`. Changing them after `new` leaves `le_levels`
+        /// behind: make a new `Arrays` instead.
         pub levels: Vec<(Vec<u64>, Vec<u64>)>,
         /// The same words in file (little-endian) byte order, which a
         /// big-endian machine views instead (`from_native` is `None` there).
