@@ -27,7 +27,8 @@
 //!   tensors (`1M,10M` by default; `100k`, `2.5M` and plain numbers work).
 //! - `HURRAY_BENCH_QUICK`: no warm-up, one timed run each, `1M` by default.
 //! - `HURRAY_BENCH_FILTER` (or a positional argument): only tensors whose
-//!   name contains this text (`uniform-r3`, `real/`, ...).
+//!   name contains this text (`uniform-r3`, `real/`, ...) or one of several
+//!   separated by `|` (`uniform-r3|500000`: the narrow and wide references).
 //!
 //! The synthetic tensors are seeded (`csf_testdata::synthetic`) and take
 //! `Duplicates::Sum` (random coordinates collide now and then); values are `f64`.
@@ -166,8 +167,9 @@ impl Settings {
         Self { nnz, quick, filter }
     }
 
+    /// The filter is a `|`-separated list of alternatives.
     fn wants(&self, name: &str) -> bool {
-        self.filter.as_ref().map_or(true, |f| name.contains(f.as_str()))
+        self.filter.as_ref().map_or(true, |f| f.split('|').any(|f| name.contains(f)))
     }
 
     /// The last result of several timed runs (after a warm-up), with the
@@ -445,12 +447,17 @@ fn main() {
     );
 
     let mut rows = Vec::new();
-    let shapes: [(&str, &[u64]); 2] = [("r3", &[2000, 2000, 2000]), ("r4", &[1000, 1000, 1000, 1000])];
-    let distributions =
-        [("uniform", Distribution::Uniform), ("powerlaw", Distribution::PowerLaw { skew: 3.0 })];
+    let both = [("uniform", Distribution::Uniform), ("powerlaw", Distribution::PowerLaw { skew: 3.0 })];
+    // The last two need more than 64 bits of coordinates and entry position (issue 13, "Wide keys").
+    let shapes: [(&str, &[u64], &[(&str, Distribution)]); 4] = [
+        ("r3", &[2000, 2000, 2000], &both),
+        ("r4", &[1000, 1000, 1000, 1000], &both),
+        ("r3", &[5000, 50_000, 500_000], &both[1..]),
+        ("r4", &[500, 5000, 50_000, 500_000], &both[1..]),
+    ];
     for &nnz in &settings.nnz {
-        for (rank_name, shape) in shapes {
-            for (dist_name, dist) in distributions {
+        for (rank_name, shape, distributions) in shapes {
+            for &(dist_name, dist) in distributions {
                 let extents = shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
                 let name = format!("{dist_name}-{rank_name} {extents} {}", count_name(nnz));
                 if !settings.wants(&name) {

@@ -3,16 +3,24 @@
 //! Level `L`'s coordinate takes `bits_L = bit_length(shape[mode_order[L]] - 1)`
 //! bits, level 0 in the most significant position, so that integer order is
 //! the lexicographic order of storage tuples, the order CSF stores leaves in.
-//! Below the coordinate bits sit the entry's input position: the keys are then
-//! unique, and sorting only on the coordinate bits with a stable sort keeps
-//! duplicates in input order (which `First`/`Last` rely on).
+//!
+//! A key holds nothing but the coordinates: duplicates keep their input order
+//! because the sort is stable and moves each entry's value along with its key
+//! (`sort.rs`), not because of an input position in the low bits. That keeps
+//! keys in `u64` whenever the coordinates fit 64 bits (an input position would
+//! add `log2(nnz)` bits: 24 at 10M entries, which pushed shapes such as
+//! 5000 x 50000 x 500000 onto `u128`).
 
 use hurray_format::limits::MAX_RANK;
 
-/// An unsigned integer key: `u64` when the tuple and the position fit in 64
-/// bits (most real shapes), `u128` otherwise.
+/// An unsigned integer key: `u64` when the tuple fits in 64 bits (most real
+/// shapes), `u128` otherwise.
 pub(crate) trait Key: Copy + Ord + Send + Sync + Default + core::fmt::Debug + 'static {
+    /// `self << shift | v` (0 for a shift of the whole width).
     fn shl_or(self, shift: u32, v: u64) -> Self;
+    /// `self` with its low `bits` bits (at most 64) replaced by `low`, which
+    /// must fit them.
+    fn with_low(self, bits: u32, low: u64) -> Self;
     /// The low 64 bits of `self >> shift`.
     fn field(self, shift: u32) -> u64;
     /// `self ^ other`'s highest set bit, or `None` when equal.
@@ -30,6 +38,10 @@ macro_rules! key {
             #[inline]
             fn shl_or(self, shift: u32, v: u64) -> Self {
                 self.checked_shl(shift).unwrap_or(0) | v as $t
+            }
+            #[inline]
+            fn with_low(self, bits: u32, low: u64) -> Self {
+                self.checked_shr(bits).unwrap_or(0).checked_shl(bits).unwrap_or(0) | low as $t
             }
             #[inline]
             fn field(self, shift: u32) -> u64 {
@@ -62,35 +74,31 @@ pub(crate) fn bit_length_below(extent: u64) -> u32 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layout {
     pub(crate) rank: usize,
-    /// Bits of the input-position field (the lowest bits).
-    pub(crate) position_bits: u32,
     /// Coordinate bits in all.
     pub(crate) coord_bits: u32,
-    /// Shift of level `L`'s field (including `position_bits`).
+    /// Shift of level `L`'s field.
     pub(crate) shift: [u32; MAX_RANK],
     /// Mask of level `L`'s field after shifting.
     pub(crate) mask: [u64; MAX_RANK],
     /// Bits of level `L`'s field.
     pub(crate) bits: [u32; MAX_RANK],
-    /// For a differing bit position `b` (from `position_bits`), the level it belongs to.
+    /// For a differing bit position `b`, the level it belongs to.
     pub(crate) level_of_bit: [u8; 128],
 }
 
 impl Layout {
-    /// The layout for extents `extents[L]` (in storage order) and `entries` input entries.
-    pub(crate) fn new(extents: &[u64], entries: usize) -> Self {
+    /// The layout for extents `extents[L]` (in storage order).
+    pub(crate) fn new(extents: &[u64]) -> Self {
         let rank = extents.len();
-        let position_bits = bit_length_below(entries as u64);
         let mut layout = Self {
             rank,
-            position_bits,
             coord_bits: 0,
             shift: [0; MAX_RANK],
             mask: [0; MAX_RANK],
             bits: [0; MAX_RANK],
             level_of_bit: [0; 128],
         };
-        let mut shift = position_bits;
+        let mut shift = 0;
         for level in (0..rank).rev() {
             let bits = bit_length_below(extents[level]);
             layout.shift[level] = shift;
@@ -107,7 +115,7 @@ impl Layout {
 
     /// Total key bits.
     pub(crate) fn total_bits(&self) -> u32 {
-        self.coord_bits + self.position_bits
+        self.coord_bits
     }
 
     /// Level `level`'s coordinate in `key`.
@@ -116,21 +124,11 @@ impl Layout {
         key.field(self.shift[level]) & self.mask[level]
     }
 
-    /// The input position stored in `key`.
-    #[inline]
-    pub(crate) fn position<K: Key>(&self, key: K) -> usize {
-        let mask = if self.position_bits == 0 { 0 } else { u64::MAX >> (64 - self.position_bits) };
-        (key.field(0) & mask) as usize
-    }
-
     /// The first level where two keys' tuples differ, or `None` when the
-    /// tuples are equal (a duplicate: only the position bits differ).
+    /// tuples are equal (a duplicate).
     #[inline]
     pub(crate) fn split_level<K: Key>(&self, a: K, b: K) -> Option<usize> {
         let high = a.highest_diff(b)?;
-        if high < self.position_bits {
-            return None;
-        }
         Some(self.level_of_bit[high as usize] as usize)
     }
 }

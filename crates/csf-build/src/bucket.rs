@@ -1,0 +1,262 @@
+//! Sorting one bucket of the top-digit scatter (`sort.rs`), in cache.
+//!
+//! Keys alone ([`sort_slice`]: the distinct-projection counts of `order.rs`)
+//! sort by LSD passes, or by another MSD pass first when the bucket is too big
+//! for the cache.
+//!
+//! Keys with value slots ([`sort_with`]: the builder) sort stably on their
+//! coordinate bits and leave each key's slot beside it, so that the level
+//! writer reads the values in order. The keys carry no input position (see
+//! `key.rs`): a bucket of `n` keys is sorted as `u64` words holding the
+//! key's bits below the top digit above a `log2(n)`-bit index into the
+//! bucket, by LSD passes, then one in-cache gather puts keys and slots in
+//! that order. The index makes the words unique, so any correct sort of them
+//! is stable on the keys; and it is only as wide as the bucket needs (16 bits
+//! for a bucket that fits the cache), where an input position took
+//! `log2(nnz)` bits of every key. So a key of up to 64 coordinate bits with
+//! a 9-bit top digit sorts in `u64` words even when its coordinates and its
+//! input position together would have needed `u128` (the "wide keys" of
+//! issue 13: 81 bits for 10M entries over 500 x 5000 x 50000 x 500000).
+//! Buckets too big for the cache, or whose bits do not fit a word beside the
+//! index, take an MSD pass first, moving keys and slots together.
+
+use crate::key::{bit_length_below, Key};
+use crate::sort::copy_slot;
+
+/// The digit of a second MSD pass.
+const DIGIT_BITS: u32 = 11;
+/// The widest LSD digit: two passes of up to 12 bits beat three of 8 on
+/// buckets of ~10k keys.
+const LSD_BITS: u32 = 12;
+/// Buckets up to this size take a comparison sort.
+pub(crate) const SMALL: usize = 64;
+/// Buckets up to this many keys are sorted by LSD passes; bigger ones by
+/// another MSD pass first (the LSD passes then run in cache).
+pub(crate) const CACHE_KEYS: usize = 1 << 16;
+
+/// Reusable buffers of one thread.
+pub(crate) struct Scratch<K> {
+    /// MSD passes: the keys and the slots.
+    keys: Vec<K>,
+    slots: Vec<u8>,
+    /// [`sort_with`]'s words and the LSD passes' second buffer for them.
+    words: Vec<u64>,
+    other: Vec<u64>,
+    /// LSD histograms.
+    counts: Vec<u32>,
+    /// Small buckets: (key, index) pairs.
+    pairs: Vec<(K, u32)>,
+}
+
+impl<K> Default for Scratch<K> {
+    fn default() -> Self {
+        Self {
+            keys: Vec::new(),
+            slots: Vec::new(),
+            words: Vec::new(),
+            other: Vec::new(),
+            counts: Vec::new(),
+            pairs: Vec::new(),
+        }
+    }
+}
+
+/// Sorts `keys` stably by bits `lo..hi`, in place. Equal bits `lo..hi` keep
+/// their order only where the bits below `lo` do (as input positions there do).
+pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
+    let n = keys.len();
+    if n < 2 || hi <= lo {
+        return;
+    }
+    if n <= SMALL {
+        keys.sort_unstable();
+        return;
+    }
+    // Already sorted (as real data often is): a scan that fails fast otherwise.
+    if keys.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    if n <= CACHE_KEYS || (hi - lo <= LSD_BITS && u32::try_from(n).is_ok()) {
+        lsd(keys, lo, hi, &mut scratch.keys, &mut scratch.counts);
+        return;
+    }
+    // Too big for the cache: split by the top digit, then sort each part.
+    let shift = hi - (hi - lo).min(DIGIT_BITS);
+    let starts = msd_pass(keys, &mut [], 0, shift, hi, scratch);
+    for d in 0..starts.len() - 1 {
+        sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
+    }
+}
+
+/// Sorts `keys` stably by their bits `0..hi` (the bits above `hi` must be
+/// the same in every key) and moves each key's `width`-byte slot in `slots`
+/// along with it. `W` is the width when constant (0: `width`).
+pub(crate) fn sort_with<K: Key, const W: usize>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    width: usize,
+    hi: u32,
+    scratch: &mut Scratch<K>,
+) {
+    let n = keys.len();
+    // Sorted keys, equal ones included, are already in stable order.
+    if n < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    if n <= SMALL {
+        sort_small::<K, W>(keys, slots, width, scratch);
+        return;
+    }
+    let index_bits = bit_length_below(n as u64);
+    if n <= CACHE_KEYS && hi + index_bits <= 64 {
+        sort_words::<K, W>(keys, slots, width, hi, index_bits, scratch);
+        return;
+    }
+    let shift = hi - hi.min(DIGIT_BITS);
+    let starts = msd_pass(keys, slots, width, shift, hi, scratch);
+    for d in 0..starts.len() - 1 {
+        let (a, b) = (starts[d], starts[d + 1]);
+        sort_with::<K, W>(&mut keys[a..b], &mut slots[a * width..b * width], width, shift, scratch);
+    }
+}
+
+/// [`sort_with`] of a few keys: a comparison sort of (key, index) pairs,
+/// unique, so that an unstable sort is stable on the keys; then the gather.
+fn sort_small<K: Key, const W: usize>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    width: usize,
+    scratch: &mut Scratch<K>,
+) {
+    let Scratch { slots: copy, pairs, .. } = scratch;
+    pairs.clear();
+    pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+    pairs.sort_unstable();
+    copy.clear();
+    copy.extend_from_slice(slots);
+    for (j, &(key, i)) in pairs.iter().enumerate() {
+        keys[j] = key;
+        let i = i as usize;
+        copy_slot::<W>(&mut slots[j * width..(j + 1) * width], &copy[i * width..(i + 1) * width]);
+    }
+}
+
+/// [`sort_with`] of a bucket that fits the cache: words of the key's bits
+/// `0..hi` over an `index_bits`-bit index (`hi + index_bits <= 64`), LSD
+/// passes over the key bits, then the keys rebuilt (their bits above `hi`
+/// from the first key) and the slots gathered in that order.
+fn sort_words<K: Key, const W: usize>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    width: usize,
+    hi: u32,
+    index_bits: u32,
+    scratch: &mut Scratch<K>,
+) {
+    let Scratch { slots: copy, words, other, counts, .. } = scratch;
+    let mask = u64::MAX >> (64 - hi); // 1 <= hi <= 63
+    words.clear();
+    words.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64));
+    lsd(words, index_bits, index_bits + hi, other, counts);
+    copy.clear();
+    copy.extend_from_slice(slots);
+    let high = keys[0];
+    let index_mask = (1u64 << index_bits) - 1;
+    for (j, &word) in words.iter().enumerate() {
+        keys[j] = high.with_low(hi, word >> index_bits);
+        let i = (word & index_mask) as usize;
+        copy_slot::<W>(&mut slots[j * width..(j + 1) * width], &copy[i * width..(i + 1) * width]);
+    }
+}
+
+/// One stable MSD pass over bits `shift..hi` of `keys` (and their
+/// `width`-byte slots, if any) through the scratch buffers; returns where
+/// each digit's keys start (and, last, `keys.len()`).
+fn msd_pass<K: Key>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    width: usize,
+    shift: u32,
+    hi: u32,
+    scratch: &mut Scratch<K>,
+) -> Vec<usize> {
+    let n = keys.len();
+    let radix = 1usize << (hi - shift);
+    let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
+    let mut starts = vec![0usize; radix + 1];
+    for &k in keys.iter() {
+        starts[digit(k) + 1] += 1;
+    }
+    for d in 0..radix {
+        starts[d + 1] += starts[d];
+    }
+    let Scratch { keys: key_copy, slots: slot_copy, .. } = scratch;
+    key_copy.resize(n.max(key_copy.len()), K::default());
+    slot_copy.resize((n * width).max(slot_copy.len()), 0);
+    let mut next = starts.clone();
+    for (i, &k) in keys.iter().enumerate() {
+        let d = digit(k);
+        key_copy[next[d]] = k;
+        if width > 0 {
+            let to = next[d] * width;
+            slot_copy[to..to + width].copy_from_slice(&slots[i * width..(i + 1) * width]);
+        }
+        next[d] += 1;
+    }
+    keys.copy_from_slice(&key_copy[..n]);
+    slots.copy_from_slice(&slot_copy[..n * width]);
+    starts
+}
+
+/// LSD passes over bits `lo..hi`, with the digit width that makes the
+/// fewest, cheapest passes for `keys.len()` keys: a pass costs about a read
+/// and a write per key plus its histogram's size. `other` and `counts` are
+/// scratch; `keys.len()` must fit `u32`.
+fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mut Vec<u32>) {
+    let n = keys.len();
+    let bits = hi - lo;
+    let passes = (bits.div_ceil(LSD_BITS)..=bits)
+        .min_by_key(|&p| p as usize * ((1usize << bits.div_ceil(p)) + 2 * n))
+        .unwrap_or(1);
+    let width = bits.div_ceil(passes);
+    let radix = 1usize << width;
+    let mask = radix - 1;
+
+    // All histograms in one read.
+    counts.clear();
+    counts.resize(passes as usize * radix, 0);
+    for &k in keys.iter() {
+        for p in 0..passes {
+            counts[p as usize * radix + (k.field(lo + p * width) as usize & mask)] += 1;
+        }
+    }
+    if other.len() < n {
+        other.resize(n, K::default());
+    }
+    let other = &mut other[..n];
+    // Data moves `keys -> other -> keys ...`; `in_other` says where it is now.
+    let mut in_other = false;
+    for p in 0..passes {
+        let counts = &mut counts[p as usize * radix..(p as usize + 1) * radix];
+        // A digit every key shares orders nothing: skip the pass.
+        if counts.contains(&(n as u32)) {
+            continue;
+        }
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            sum += std::mem::replace(c, sum);
+        }
+        let shift = lo + p * width;
+        let (src, dst): (&[K], &mut [K]) =
+            if in_other { (&*other, &mut *keys) } else { (&*keys, &mut *other) };
+        for &k in src {
+            let d = k.field(shift) as usize & mask;
+            dst[counts[d] as usize] = k;
+            counts[d] += 1;
+        }
+        in_other = !in_other;
+    }
+    if in_other {
+        keys.copy_from_slice(other);
+    }
+}
