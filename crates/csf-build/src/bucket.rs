@@ -36,13 +36,12 @@ pub(crate) const CACHE_KEYS: usize = 1 << 16;
 
 /// Reusable buffers of one thread.
 pub(crate) struct Scratch<K> {
-    /// MSD passes: the keys and the slots.
+    /// A copy of the keys and slots being sorted: the passes read them there
+    /// and write the sorted bucket in place.
     keys: Vec<K>,
     slots: Vec<u8>,
-    /// [`sort_with`]'s words and the LSD passes' second buffer for them.
-    words: Vec<u64>,
-    other: Vec<u64>,
-    /// LSD histograms.
+    /// [`sort_words`]'s two buffers of words, and its histograms.
+    words: [Vec<u64>; 2],
     counts: Vec<u32>,
     /// Small buckets: (key, index) pairs.
     pairs: Vec<(K, u32)>,
@@ -53,8 +52,7 @@ impl<K> Default for Scratch<K> {
         Self {
             keys: Vec::new(),
             slots: Vec::new(),
-            words: Vec::new(),
-            other: Vec::new(),
+            words: [Vec::new(), Vec::new()],
             counts: Vec::new(),
             pairs: Vec::new(),
         }
@@ -82,7 +80,9 @@ pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut
     }
     // Too big for the cache: split by the top digit, then sort each part.
     let shift = hi - (hi - lo).min(DIGIT_BITS);
-    let starts = msd_pass(keys, &mut [], 0, shift, hi, scratch);
+    scratch.keys.clear();
+    scratch.keys.extend_from_slice(keys);
+    let starts = msd_pass::<K, 0>((&scratch.keys, &[]), (keys, &mut []), 0, shift, hi);
     for d in 0..starts.len() - 1 {
         sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
     }
@@ -103,122 +103,187 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     if n < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1]) {
         return;
     }
-    if n <= SMALL {
-        sort_small::<K, W>(keys, slots, width, scratch);
-        return;
-    }
+    let Scratch { keys: key_copy, slots: slot_copy, words, counts, pairs } = scratch;
+    key_copy.clear();
+    key_copy.extend_from_slice(keys);
+    slot_copy.clear();
+    slot_copy.extend_from_slice(slots);
+    let src = (&key_copy[..], &slot_copy[..]);
     let index_bits = bit_length_below(n as u64);
-    if n <= CACHE_KEYS && hi + index_bits <= 64 {
-        sort_words::<K, W>(keys, slots, width, hi, index_bits, scratch);
-        return;
-    }
-    let shift = hi - hi.min(DIGIT_BITS);
-    let starts = msd_pass(keys, slots, width, shift, hi, scratch);
-    for d in 0..starts.len() - 1 {
-        let (a, b) = (starts[d], starts[d + 1]);
-        sort_with::<K, W>(&mut keys[a..b], &mut slots[a * width..b * width], width, shift, scratch);
+    if n <= SMALL {
+        sort_small::<K, W>(src, (keys, slots), width, pairs);
+    } else if n <= CACHE_KEYS && hi + index_bits <= 64 {
+        sort_words::<K, W>(src, (keys, slots), width, hi, index_bits, words, counts);
+    } else {
+        let shift = hi - hi.min(DIGIT_BITS);
+        let starts = msd_pass::<K, W>(src, (keys, slots), width, shift, hi);
+        for d in 0..starts.len() - 1 {
+            let (a, b) = (starts[d], starts[d + 1]);
+            sort_with::<K, W>(&mut keys[a..b], &mut slots[a * width..b * width], width, shift, scratch);
+        }
     }
 }
+
+/// Keys and their slots to read.
+type Src<'a, K> = (&'a [K], &'a [u8]);
+/// Where to write them, as long as the source.
+type Dst<'a, K> = (&'a mut [K], &'a mut [u8]);
 
 /// [`sort_with`] of a few keys: a comparison sort of (key, index) pairs,
-/// unique, so that an unstable sort is stable on the keys; then the gather.
+/// unique, so that an unstable sort is stable on the keys.
 fn sort_small<K: Key, const W: usize>(
-    keys: &mut [K],
-    slots: &mut [u8],
+    src: Src<'_, K>,
+    dst: Dst<'_, K>,
     width: usize,
-    scratch: &mut Scratch<K>,
+    pairs: &mut Vec<(K, u32)>,
 ) {
-    let Scratch { slots: copy, pairs, .. } = scratch;
     pairs.clear();
-    pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+    pairs.extend(src.0.iter().enumerate().map(|(i, &k)| (k, i as u32)));
     pairs.sort_unstable();
-    copy.clear();
-    copy.extend_from_slice(slots);
     for (j, &(key, i)) in pairs.iter().enumerate() {
-        keys[j] = key;
+        dst.0[j] = key;
         let i = i as usize;
-        copy_slot::<W>(&mut slots[j * width..(j + 1) * width], &copy[i * width..(i + 1) * width]);
+        copy_slot::<W>(&mut dst.1[j * width..(j + 1) * width], &src.1[i * width..(i + 1) * width]);
     }
 }
 
-/// [`sort_with`] of a bucket that fits the cache: words of the key's bits
-/// `0..hi` over an `index_bits`-bit index (`hi + index_bits <= 64`), LSD
-/// passes over the key bits, then the keys rebuilt (their bits above `hi`
-/// from the first key) and the slots gathered in that order.
+/// [`sort_with`] of a bucket that fits the cache: LSD passes over words of
+/// a key's bits `0..hi` above its `index_bits`-bit index in the bucket
+/// (`hi + index_bits <= 64`). The first pass makes the words as it reads
+/// the keys; the last writes the keys (their bits above `hi` from the first
+/// key) and gathers the slots, so that no pass only copies.
 fn sort_words<K: Key, const W: usize>(
-    keys: &mut [K],
-    slots: &mut [u8],
+    src: Src<'_, K>,
+    dst: Dst<'_, K>,
     width: usize,
     hi: u32,
     index_bits: u32,
-    scratch: &mut Scratch<K>,
+    words: &mut [Vec<u64>; 2],
+    counts: &mut Vec<u32>,
 ) {
-    let Scratch { slots: copy, words, other, counts, .. } = scratch;
+    let n = src.0.len();
     let mask = u64::MAX >> (64 - hi); // 1 <= hi <= 63
-    words.clear();
-    words.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64));
-    lsd(words, index_bits, index_bits + hi, other, counts);
-    copy.clear();
-    copy.extend_from_slice(slots);
-    let high = keys[0];
+    let (passes, digit_bits) = lsd_passes(hi, n);
+    let radix = 1usize << digit_bits;
+    let digit = move |bits: u64, pass: u32| ((bits >> (pass * digit_bits)) as usize) & (radix - 1);
+    counts.clear();
+    counts.resize(passes as usize * radix, 0);
+    for &k in src.0 {
+        let bits = k.field(0) & mask;
+        for p in 0..passes {
+            counts[p as usize * radix + digit(bits, p)] += 1;
+        }
+    }
+    // A digit every key shares orders nothing: its pass is skipped.
+    let histogram = |p: u32| p as usize * radix..(p as usize + 1) * radix;
+    let active: Vec<u32> = (0..passes).filter(|&p| !counts[histogram(p)].contains(&(n as u32))).collect();
+    for &p in &active {
+        let mut sum = 0;
+        for c in &mut counts[histogram(p)] {
+            sum += std::mem::replace(c, sum);
+        }
+    }
+    let high = src.0[0].with_low(hi, 0);
     let index_mask = (1u64 << index_bits) - 1;
-    for (j, &word) in words.iter().enumerate() {
-        keys[j] = high.with_low(hi, word >> index_bits);
-        let i = (word & index_mask) as usize;
-        copy_slot::<W>(&mut slots[j * width..(j + 1) * width], &copy[i * width..(i + 1) * width]);
+    let (dst_keys, dst_slots) = dst;
+    let mut out = |w: u64, at: usize| {
+        dst_keys[at] = high.with_low(hi, w >> index_bits);
+        let i = (w & index_mask) as usize;
+        copy_slot::<W>(&mut dst_slots[at * width..(at + 1) * width], &src.1[i * width..(i + 1) * width]);
+    };
+    let made = src.0.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64);
+    let Some((&last, middle)) = active.split_last() else {
+        // Every key has the same bits: the order is already stable.
+        made.enumerate().for_each(|(at, w)| out(w, at));
+        return;
+    };
+    let [a, b] = words;
+    a.resize(n, 0);
+    b.resize(n, 0);
+    let (mut from, mut to) = (&mut a[..n], &mut b[..n]);
+    for (step, &p) in middle.iter().enumerate() {
+        let digit = |w: u64| digit(w >> index_bits, p);
+        let write = |w: u64, at: usize| to[at] = w;
+        if step == 0 {
+            scatter(made.clone(), &mut counts[histogram(p)], digit, write);
+        } else {
+            scatter(from.iter().copied(), &mut counts[histogram(p)], digit, write);
+        }
+        std::mem::swap(&mut from, &mut to);
+    }
+    let digit = |w: u64| digit(w >> index_bits, last);
+    if middle.is_empty() {
+        scatter(made, &mut counts[histogram(last)], digit, out);
+    } else {
+        scatter(from.iter().copied(), &mut counts[histogram(last)], digit, out);
     }
 }
 
-/// One stable MSD pass over bits `shift..hi` of `keys` (and their
-/// `width`-byte slots, if any) through the scratch buffers; returns where
-/// each digit's keys start (and, last, `keys.len()`).
-fn msd_pass<K: Key>(
-    keys: &mut [K],
-    slots: &mut [u8],
+/// One counting-sort pass: `write(item, place)` for each item, its place
+/// taken from `starts[digit(item)]`.
+#[inline(always)]
+fn scatter<T>(
+    items: impl Iterator<Item = T>,
+    starts: &mut [u32],
+    digit: impl Fn(T) -> usize,
+    mut write: impl FnMut(T, usize),
+) where
+    T: Copy,
+{
+    for item in items {
+        let d = digit(item);
+        let at = starts[d] as usize;
+        starts[d] += 1;
+        write(item, at);
+    }
+}
+
+/// One stable MSD pass over bits `shift..hi` from `src` into `dst` (the
+/// slots too when `width > 0`); returns where each digit's keys start (and,
+/// last, the number of keys).
+fn msd_pass<K: Key, const W: usize>(
+    src: Src<'_, K>,
+    dst: Dst<'_, K>,
     width: usize,
     shift: u32,
     hi: u32,
-    scratch: &mut Scratch<K>,
 ) -> Vec<usize> {
-    let n = keys.len();
     let radix = 1usize << (hi - shift);
     let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
     let mut starts = vec![0usize; radix + 1];
-    for &k in keys.iter() {
+    for &k in src.0 {
         starts[digit(k) + 1] += 1;
     }
     for d in 0..radix {
         starts[d + 1] += starts[d];
     }
-    let Scratch { keys: key_copy, slots: slot_copy, .. } = scratch;
-    key_copy.resize(n.max(key_copy.len()), K::default());
-    slot_copy.resize((n * width).max(slot_copy.len()), 0);
     let mut next = starts.clone();
-    for (i, &k) in keys.iter().enumerate() {
-        let d = digit(k);
-        key_copy[next[d]] = k;
+    for (i, &k) in src.0.iter().enumerate() {
+        let at = next[digit(k)];
+        next[digit(k)] += 1;
+        dst.0[at] = k;
         if width > 0 {
-            let to = next[d] * width;
-            slot_copy[to..to + width].copy_from_slice(&slots[i * width..(i + 1) * width]);
+            copy_slot::<W>(&mut dst.1[at * width..(at + 1) * width], &src.1[i * width..(i + 1) * width]);
         }
-        next[d] += 1;
     }
-    keys.copy_from_slice(&key_copy[..n]);
-    slots.copy_from_slice(&slot_copy[..n * width]);
     starts
 }
 
-/// LSD passes over bits `lo..hi`, with the digit width that makes the
-/// fewest, cheapest passes for `keys.len()` keys: a pass costs about a read
-/// and a write per key plus its histogram's size. `other` and `counts` are
-/// scratch; `keys.len()` must fit `u32`.
-fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mut Vec<u32>) {
-    let n = keys.len();
-    let bits = hi - lo;
+/// The number of LSD passes over `bits` bits of `n` keys, and their digit
+/// width, that cost least: a pass costs about a read and a write per key
+/// plus its histogram's size.
+fn lsd_passes(bits: u32, n: usize) -> (u32, u32) {
     let passes = (bits.div_ceil(LSD_BITS)..=bits)
         .min_by_key(|&p| p as usize * ((1usize << bits.div_ceil(p)) + 2 * n))
         .unwrap_or(1);
-    let width = bits.div_ceil(passes);
+    (passes, bits.div_ceil(passes))
+}
+
+/// LSD passes over bits `lo..hi` (see [`lsd_passes`]). `other` and `counts`
+/// are scratch; `keys.len()` must fit `u32`.
+fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mut Vec<u32>) {
+    let n = keys.len();
+    let (passes, width) = lsd_passes(hi - lo, n);
     let radix = 1usize << width;
     let mask = radix - 1;
 

@@ -52,7 +52,7 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
         }
     };
     let extents: Vec<u64> = mode_order.iter().map(|&d| coo.shape[d as usize]).collect();
-    let layout = Layout::new(&extents);
+    let layout = Layout::new(&extents, len);
     let job = Job { source: &source, slots: &slots, mode_order: &mode_order, layout, options };
     let (levels, values) = match layout.total_bits() {
         0..=64 => job.run::<u64>()?,
@@ -263,8 +263,9 @@ impl<'j> Keyer<'j> {
     }
 
     /// The key of an entry whose coordinate of dimension `d` is `coord(d)`,
-    /// from its first `levels` levels (the others' bits clear), and whether
-    /// those coordinates are inside the shape. The per-level widths are
+    /// from its first `levels` levels (the others' bits clear), with the
+    /// position bits clear (the sort fills them in), and whether those
+    /// coordinates are inside the shape. The per-level widths are
     /// precomputed and the bounds are checked with a branch-free `&=`; a
     /// coordinate outside the shape is masked to its field, so that it
     /// cannot change other fields: the count and the scatter must agree on
@@ -355,8 +356,10 @@ struct Tally {
 struct Part<'a, K> {
     /// The chunk's sorted keys; the leaf coordinates are written over them.
     keys: &'a mut [K],
-    /// The chunk's value slots (`values[j]` is `keys[j]`'s); the leaf values are written over them.
+    /// The chunk's value slots (see `Layout::slot`); the leaf values are written over them.
     values: &'a mut [u8],
+    /// The index of the chunk's first key.
+    start: usize,
     /// The chunk's buckets, as ranges of `keys`.
     buckets: Vec<Range<usize>>,
     /// The key before the chunk.
@@ -411,7 +414,8 @@ impl Job<'_> {
         };
         let payload = Payload { data: &self.slots.data, width };
         let keyer = Keyer::new(self);
-        let sorted = sort_from(&keyer, Some(payload), 0, layout.total_bits(), parallel, visit);
+        let sorted =
+            sort_from(&keyer, Some(payload), layout.position_bits, layout.total_bits(), parallel, visit);
         let Ok(Sorted { mut keys, slots: mut values, starts, mut visits, top_shift }) = sorted else {
             check_bounds(self.source)?;
             // Not reached: the sort gives up only on a coordinate outside the shape.
@@ -540,7 +544,17 @@ impl Job<'_> {
                 let buckets =
                     g.clone().map(|d| starts[d] - range.start..starts[d + 1] - range.start).collect();
                 let gap = if use_sides { range.start - base[leaf] } else { 0 };
-                parts.push(Part { keys: part_keys, values: part_values, buckets, prev, crd, pos, base, gap });
+                parts.push(Part {
+                    keys: part_keys,
+                    values: part_values,
+                    start: range.start,
+                    buckets,
+                    prev,
+                    crd,
+                    pos,
+                    base,
+                    gap,
+                });
             }
         }
 
@@ -598,7 +612,7 @@ impl Job<'_> {
     /// the leaves it could not write in place; `W` is the value width (0:
     /// `slots.width`).
     fn fill<K: Key, const W: usize, const R: usize>(&self, part: Part<'_, K>) -> Result<Side, BuildError> {
-        let Part { keys, values, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } = part;
+        let Part { keys, values, start, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } = part;
         let layout = self.layout;
         // A constant rank unrolls the level loops and keeps the counters and
         // slices below in registers.
@@ -621,11 +635,10 @@ impl Job<'_> {
         for bucket in buckets {
             bucket_values.clear();
             bucket_values.extend_from_slice(&values[bucket.start * width..bucket.end * width]);
-            let first_slot = bucket.start;
+            let first_slot = start + bucket.start;
             for j in bucket {
                 let key = keys[j];
-                // The sort leaves each key's value slot beside it.
-                let from = (j - first_slot) * width;
+                let from = (layout.slot(key, start + j) - first_slot) * width;
                 let slot = &bucket_values[from..from + width];
                 let split = match prev {
                     None => Some(0),

@@ -9,12 +9,14 @@
 //! cost about as much as the scatter itself.
 //!
 //! With a [`Payload`] (the builder's values), the scatter moves each entry's
-//! value slot along with its key, into a slot array in the same bucket order,
-//! and the bucket sorts keep each key's slot beside it (`bucket.rs`). Every
-//! value a bucket's keys refer to then lies in the bucket's own stretch of
-//! the slot array: the bucket sort moves them in cache, and the builder
-//! reads them in order, where a gather from the input would take a cache and
-//! TLB miss per value (which made up a third of the build time).
+//! value slot along with its key, into a slot array in the same bucket order.
+//! When the keys have room for it below the sorted bits (`lo > 0`), it writes
+//! that slot's index into the key's low (position) bits; otherwise the bucket
+//! sorts move the slots along with their keys (`bucket.rs`). Either way every
+//! value a bucket's keys refer to lies in the bucket's own stretch of the
+//! slot array: the builder reads them from cache, where a gather from the
+//! input would take a cache and TLB miss per value (which made up a third of
+//! the build time).
 //!
 //! Both passes split the input into chunks. Each chunk counts its own digits;
 //! the counts place chunk `c`'s keys of bucket `d` after those of chunks
@@ -81,9 +83,10 @@ pub(crate) struct Unkeyable;
 
 /// The sorted keys and what came with them.
 pub(crate) struct Sorted<K, T> {
-    /// The keys, sorted.
+    /// The keys, sorted. With a payload and `lo > 0`, their low `lo` bits index `slots`.
     pub(crate) keys: Vec<K>,
-    /// The payload's slots, `keys[i]`'s at `i` (empty without a payload).
+    /// The payload's slots: in scatter order when the keys index them, else
+    /// `keys[i]`'s at `i` (empty without a payload).
     pub(crate) slots: Vec<u8>,
     /// Bucket `b` is `keys[starts[b]..starts[b + 1]]`; its keys' top digit is `b`.
     pub(crate) starts: Vec<usize>,
@@ -127,10 +130,12 @@ pub(crate) fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
 }
 
 /// The keys of `source`, sorted stably by bits `lo..hi`, with the payload's
-/// slots in the same order, and `visit(start, bucket)` of every sorted
-/// bucket. With a payload, the source's keys must have their low `lo` bits
-/// clear; without one, keys equal in bits `lo..hi` keep their order only as
-/// far as their bits below `lo` say (see `sort_slice`).
+/// slots, and `visit(start, bucket)` of every sorted bucket. With a payload,
+/// the source's keys must have their low `lo` bits clear, and either `lo` is
+/// 0 (the slots are sorted with the keys) or `2^lo` is at least the number of
+/// keys (the sort writes slot indices there). Without one, keys equal in bits
+/// `lo..hi` keep their order only as far as their bits below `lo` say (see
+/// `sort_slice`).
 pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     source: &S,
     payload: Option<Payload<'_>>,
@@ -170,11 +175,14 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
         ranges.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
     {
         let (mut key_rest, mut slot_rest) = (&mut keys[..], &mut slots[..]);
+        let mut at = 0;
         for d in 0..radix {
             for (chunk, target) in counts.iter().zip(&mut targets) {
                 let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
                 key_rest = tail;
                 target.keys.push(part);
+                target.first.push(at);
+                at += chunk[d];
                 if payload.is_some() {
                     let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
                     slot_rest = tail;
@@ -186,11 +194,11 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
         None => scatter_keys(source, range, target, digit),
         Some(p) => match p.width {
-            1 => scatter_with::<K, S, 1>(source, range, target, digit, p),
-            2 => scatter_with::<K, S, 2>(source, range, target, digit, p),
-            4 => scatter_with::<K, S, 4>(source, range, target, digit, p),
-            8 => scatter_with::<K, S, 8>(source, range, target, digit, p),
-            _ => scatter_with::<K, S, 0>(source, range, target, digit, p),
+            1 => scatter_with::<K, S, 1>(source, range, target, digit, p, lo > 0),
+            2 => scatter_with::<K, S, 2>(source, range, target, digit, p, lo > 0),
+            4 => scatter_with::<K, S, 4>(source, range, target, digit, p, lo > 0),
+            8 => scatter_with::<K, S, 8>(source, range, target, digit, p, lo > 0),
+            _ => scatter_with::<K, S, 0>(source, range, target, digit, p, lo > 0),
         },
     };
     let keyed = if parallel {
@@ -215,7 +223,7 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     }
     let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket, bucket_slots): Bucket<'_, K>| {
         match width {
-            _ if payload.is_none() => sort_slice(bucket, lo, top_shift, scratch),
+            _ if payload.is_none() || lo > 0 => sort_slice(bucket, lo, top_shift, scratch),
             1 => sort_with::<K, 1>(bucket, bucket_slots, 1, top_shift, scratch),
             2 => sort_with::<K, 2>(bucket, bucket_slots, 2, top_shift, scratch),
             4 => sort_with::<K, 4>(bucket, bucket_slots, 4, top_shift, scratch),
@@ -239,13 +247,14 @@ type Bucket<'a, K> = (usize, &'a mut [K], &'a mut [u8]);
 /// One chunk's sub-slice of every bucket.
 struct Target<'a, K> {
     keys: Vec<&'a mut [K]>,
-    /// With a payload: the matching slots.
+    /// With a payload: the matching slots, and the index of each sub-slice's first key.
     slots: Vec<&'a mut [u8]>,
+    first: Vec<usize>,
 }
 
 impl<K> Default for Target<'_, K> {
     fn default() -> Self {
-        Self { keys: Vec::new(), slots: Vec::new() }
+        Self { keys: Vec::new(), slots: Vec::new(), first: Vec::new() }
     }
 }
 
@@ -265,23 +274,25 @@ fn scatter_keys<K: Key, S: KeySource<K>>(
 }
 
 /// The scatter with a payload of `W`-byte slots (`W = 0`: `payload.width`;
-/// a constant width makes each slot copy one move instead of a `memcpy` call).
+/// a constant width makes each slot copy one move instead of a `memcpy` call),
+/// writing each slot's index into its key's low bits when `positions`.
 fn scatter_with<K: Key, S: KeySource<K>, const W: usize>(
     source: &S,
     range: Range<usize>,
     target: Target<'_, K>,
     digit: impl Fn(K) -> usize,
     payload: Payload<'_>,
+    positions: bool,
 ) -> bool {
     let width = if W == 0 { payload.width } else { W };
     let data = payload.data;
-    let Target { mut keys, mut slots } = target;
+    let Target { mut keys, mut slots, first } = target;
     let mut next = vec![0usize; keys.len()];
     source.keys(range, |k, entry| {
         let d = digit(k);
         let i = next[d];
         next[d] += 1;
-        keys[d][i] = k;
+        keys[d][i] = if positions { k.shl_or(0, (first[d] + i) as u64) } else { k };
         let (from, to) = (entry * width, i * width);
         copy_slot::<W>(&mut slots[d][to..to + width], &data[from..from + width]);
     })
