@@ -103,20 +103,21 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     if n < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1]) {
         return;
     }
+    // The passes read copies and write the bucket in place (the keys are
+    // read into words or pairs first, so only the slots need a copy there).
     let Scratch { keys: key_copy, slots: slot_copy, words, counts, pairs } = scratch;
-    key_copy.clear();
-    key_copy.extend_from_slice(keys);
     slot_copy.clear();
     slot_copy.extend_from_slice(slots);
-    let src = (&key_copy[..], &slot_copy[..]);
     let index_bits = bit_length_below(n as u64);
     if n <= SMALL {
-        sort_small::<K, W>(src, (keys, slots), width, pairs);
+        sort_small::<K, W>((keys, slots), slot_copy, width, pairs);
     } else if n <= CACHE_KEYS && hi + index_bits <= 64 {
-        sort_words::<K, W>(src, (keys, slots), width, hi, index_bits, words, counts);
+        sort_words::<K, W>((keys, slots), slot_copy, width, hi, index_bits, words, counts);
     } else {
+        key_copy.clear();
+        key_copy.extend_from_slice(keys);
         let shift = hi - hi.min(DIGIT_BITS);
-        let starts = msd_pass::<K, W>(src, (keys, slots), width, shift, hi);
+        let starts = msd_pass::<K, W>((key_copy, slot_copy), (keys, slots), width, shift, hi);
         for d in 0..starts.len() - 1 {
             let (a, b) = (starts[d], starts[d + 1]);
             sort_with::<K, W>(&mut keys[a..b], &mut slots[a * width..b * width], width, shift, scratch);
@@ -126,115 +127,83 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
 
 /// Keys and their slots to read.
 type Src<'a, K> = (&'a [K], &'a [u8]);
-/// Where to write them, as long as the source.
+/// Keys and their slots to write (as long as the source).
 type Dst<'a, K> = (&'a mut [K], &'a mut [u8]);
 
 /// [`sort_with`] of a few keys: a comparison sort of (key, index) pairs,
 /// unique, so that an unstable sort is stable on the keys.
 fn sort_small<K: Key, const W: usize>(
-    src: Src<'_, K>,
-    dst: Dst<'_, K>,
+    (keys, slots): Dst<'_, K>,
+    slot_copy: &[u8],
     width: usize,
     pairs: &mut Vec<(K, u32)>,
 ) {
     pairs.clear();
-    pairs.extend(src.0.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+    pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
     pairs.sort_unstable();
     for (j, &(key, i)) in pairs.iter().enumerate() {
-        dst.0[j] = key;
+        keys[j] = key;
         let i = i as usize;
-        copy_slot::<W>(&mut dst.1[j * width..(j + 1) * width], &src.1[i * width..(i + 1) * width]);
+        copy_slot::<W>(&mut slots[j * width..(j + 1) * width], &slot_copy[i * width..(i + 1) * width]);
     }
 }
 
-/// [`sort_with`] of a bucket that fits the cache: LSD passes over words of
-/// a key's bits `0..hi` above its `index_bits`-bit index in the bucket
-/// (`hi + index_bits <= 64`). The first pass makes the words as it reads
-/// the keys; the last writes the keys (their bits above `hi` from the first
-/// key) and gathers the slots, so that no pass only copies.
+/// [`sort_with`] of a bucket that fits the cache, as words of a key's bits
+/// `0..hi` above its `index_bits`-bit index in the bucket (`hi + index_bits
+/// <= 64`): LSD passes over only the top bits, about 8 more than the
+/// bucket's size needs to tell most keys apart (a key of 48 bits below the
+/// top digit would take four passes); then each run of words equal in those
+/// bits is sorted on the rest; then the keys (their bits above `hi` from the
+/// first key) and their slots are written in that order.
 fn sort_words<K: Key, const W: usize>(
-    src: Src<'_, K>,
-    dst: Dst<'_, K>,
+    (keys, slots): Dst<'_, K>,
+    slot_copy: &[u8],
     width: usize,
     hi: u32,
     index_bits: u32,
     words: &mut [Vec<u64>; 2],
     counts: &mut Vec<u32>,
 ) {
-    let n = src.0.len();
     let mask = u64::MAX >> (64 - hi); // 1 <= hi <= 63
-    let (passes, digit_bits) = lsd_passes(hi, n);
-    let radix = 1usize << digit_bits;
-    let digit = move |bits: u64, pass: u32| ((bits >> (pass * digit_bits)) as usize) & (radix - 1);
-    counts.clear();
-    counts.resize(passes as usize * radix, 0);
-    for &k in src.0 {
-        let bits = k.field(0) & mask;
-        for p in 0..passes {
-            counts[p as usize * radix + digit(bits, p)] += 1;
-        }
+    let [sorted, other] = words;
+    sorted.clear();
+    sorted.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64));
+    let first = hi.min((index_bits + 8).div_ceil(LSD_BITS) * LSD_BITS);
+    let low = index_bits + hi - first;
+    lsd(sorted, low, index_bits + hi, other, counts);
+    if low > index_bits {
+        sort_runs(sorted, index_bits, low, other, counts);
     }
-    // A digit every key shares orders nothing: its pass is skipped.
-    let histogram = |p: u32| p as usize * radix..(p as usize + 1) * radix;
-    let active: Vec<u32> = (0..passes).filter(|&p| !counts[histogram(p)].contains(&(n as u32))).collect();
-    for &p in &active {
-        let mut sum = 0;
-        for c in &mut counts[histogram(p)] {
-            sum += std::mem::replace(c, sum);
-        }
-    }
-    let high = src.0[0].with_low(hi, 0);
+    let high = keys[0].with_low(hi, 0);
     let index_mask = (1u64 << index_bits) - 1;
-    let (dst_keys, dst_slots) = dst;
-    let mut out = |w: u64, at: usize| {
-        dst_keys[at] = high.with_low(hi, w >> index_bits);
-        let i = (w & index_mask) as usize;
-        copy_slot::<W>(&mut dst_slots[at * width..(at + 1) * width], &src.1[i * width..(i + 1) * width]);
-    };
-    let made = src.0.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64);
-    let Some((&last, middle)) = active.split_last() else {
-        // Every key has the same bits: the order is already stable.
-        made.enumerate().for_each(|(at, w)| out(w, at));
-        return;
-    };
-    let [a, b] = words;
-    a.resize(n, 0);
-    b.resize(n, 0);
-    let (mut from, mut to) = (&mut a[..n], &mut b[..n]);
-    for (step, &p) in middle.iter().enumerate() {
-        let digit = |w: u64| digit(w >> index_bits, p);
-        let write = |w: u64, at: usize| to[at] = w;
-        if step == 0 {
-            scatter(made.clone(), &mut counts[histogram(p)], digit, write);
-        } else {
-            scatter(from.iter().copied(), &mut counts[histogram(p)], digit, write);
-        }
-        std::mem::swap(&mut from, &mut to);
-    }
-    let digit = |w: u64| digit(w >> index_bits, last);
-    if middle.is_empty() {
-        scatter(made, &mut counts[histogram(last)], digit, out);
-    } else {
-        scatter(from.iter().copied(), &mut counts[histogram(last)], digit, out);
+    for (at, &word) in sorted.iter().enumerate() {
+        keys[at] = high.with_low(hi, word >> index_bits);
+        let i = (word & index_mask) as usize;
+        copy_slot::<W>(&mut slots[at * width..(at + 1) * width], &slot_copy[i * width..(i + 1) * width]);
     }
 }
 
-/// One counting-sort pass: `write(item, place)` for each item, its place
-/// taken from `starts[digit(item)]`.
-#[inline(always)]
-fn scatter<T>(
-    items: impl Iterator<Item = T>,
-    starts: &mut [u32],
-    digit: impl Fn(T) -> usize,
-    mut write: impl FnMut(T, usize),
-) where
-    T: Copy,
-{
-    for item in items {
-        let d = digit(item);
-        let at = starts[d] as usize;
-        starts[d] += 1;
-        write(item, at);
+/// Sorts each run of `words` that agree from bit `low` up on bits
+/// `index_bits..low`, stably (the index bits below keep a run in input order).
+fn sort_runs(words: &mut [u64], index_bits: u32, low: u32, other: &mut Vec<u64>, counts: &mut Vec<u32>) {
+    let n = words.len();
+    let mut start = 0;
+    while start + 1 < n {
+        // Most runs are a single word: step over them with one comparison.
+        if (words[start] ^ words[start + 1]) >> low != 0 {
+            start += 1;
+            continue;
+        }
+        let top = words[start] >> low;
+        let end = start + 2 + words[start + 2..].iter().take_while(|&&w| w >> low == top).count();
+        let run = &mut words[start..end];
+        if run.len() > SMALL {
+            lsd(run, index_bits, low, other, counts);
+        } else {
+            // Unique words: an unstable sort is stable on the key bits.
+            run.sort_unstable();
+        }
+        start = end;
     }
 }
 
