@@ -294,3 +294,48 @@ fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mu
         keys.copy_from_slice(other);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rand(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// `sort_with` against a stable sort of (key, slot) pairs by key, on
+    /// every path: small buckets, words (with and without runs to fix), the
+    /// MSD pass for big buckets and for bits that leave no room for an index.
+    fn check<K: Key>(n: usize, hi: u32, distinct: u64, make: impl Fn(u64) -> K) {
+        let mut state = 0x9e37_79b9 ^ n as u64 ^ u64::from(hi);
+        let keys: Vec<K> = (0..n).map(|_| make(rand(&mut state) % distinct)).collect();
+        let slots: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
+        let mut expected: Vec<(K, u32)> = keys.iter().copied().zip(0..).collect();
+        expected.sort_by_key(|&(k, _)| k); // stable
+        let (mut got, mut got_slots) = (keys, slots);
+        sort_with::<K, 4>(&mut got, &mut got_slots, 4, hi, &mut Scratch::default());
+        let got: Vec<(K, u32)> = got
+            .into_iter()
+            .zip(got_slots.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        assert!(got == expected, "n={n} hi={hi} distinct={distinct}");
+    }
+
+    #[test]
+    fn sort_with_is_a_stable_sort_of_keys_and_slots() {
+        let bits = |b: u32| move |v: u64| v & (u64::MAX >> (64 - b));
+        for (n, hi) in [(50, 40), (5000, 20), (20_000, 48), (20_000, 57), (CACHE_KEYS + 5000, 48), (3000, 62)]
+        {
+            // Random keys (few runs), and few distinct keys (long runs, many duplicates).
+            check::<u64>(n, hi, u64::MAX, bits(hi));
+            check::<u64>(n, hi, 300, |v| v.wrapping_mul(0x9e37_79b9_7f4a_7c15) & (u64::MAX >> (64 - hi)));
+        }
+        // u128 keys with the bits above `hi` shared, as in a top bucket.
+        let wide = |v: u64| (7u128 << 120) | u128::from(v) << 50 | u128::from(v.rotate_left(17) & 0xffff);
+        check::<u128>(20_000, 120, u64::MAX, wide);
+        check::<u128>(20_000, 120, 500, wide);
+    }
+}
