@@ -434,6 +434,9 @@ fn run_auto(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> AutoRow
     row
 }
 
+/// A rank's name, a shape, and the distributions drawn over it.
+type Family<'a> = (&'a str, &'a [u64], &'a [(&'a str, Distribution)]);
+
 fn main() {
     let settings = Settings::from_env();
     let threads = rayon::current_num_threads();
@@ -449,7 +452,7 @@ fn main() {
     let mut rows = Vec::new();
     let both = [("uniform", Distribution::Uniform), ("powerlaw", Distribution::PowerLaw { skew: 3.0 })];
     // The last two need more than 64 bits of coordinates and entry position (issue 13, "Wide keys").
-    let shapes: [(&str, &[u64], &[(&str, Distribution)]); 4] = [
+    let shapes: [Family<'_>; 4] = [
         ("r3", &[2000, 2000, 2000], &both),
         ("r4", &[1000, 1000, 1000, 1000], &both),
         ("r3", &[5000, 50_000, 500_000], &both[1..]),
