@@ -36,11 +36,18 @@ pub(crate) const CACHE_KEYS: usize = 1 << 16;
 
 /// Reusable buffers of one thread.
 pub(crate) struct Scratch<K> {
-    /// A copy of the keys and slots being sorted: the passes read them there
-    /// and write the sorted bucket in place.
+    /// Where an MSD pass puts a big bucket (its keys and slots), before its
+    /// parts are sorted back into place.
     keys: Vec<K>,
     slots: Vec<u8>,
-    /// [`sort_words`]'s two buffers of words, and its histograms.
+    work: Work<K>,
+}
+
+/// The buffers of a bucket that fits the cache.
+struct Work<K> {
+    /// A copy of the slots of a bucket sorted in place, read by the gather.
+    slots: Vec<u8>,
+    /// [`order`]'s words (sorted in the first), and its histograms.
     words: [Vec<u64>; 2],
     counts: Vec<u32>,
     /// Small buckets: (key, index) pairs.
@@ -49,13 +56,13 @@ pub(crate) struct Scratch<K> {
 
 impl<K> Default for Scratch<K> {
     fn default() -> Self {
-        Self {
-            keys: Vec::new(),
+        let work = Work {
             slots: Vec::new(),
             words: [Vec::new(), Vec::new()],
             counts: Vec::new(),
             pairs: Vec::new(),
-        }
+        };
+        Self { keys: Vec::new(), slots: Vec::new(), work }
     }
 }
 
@@ -75,7 +82,7 @@ pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut
         return;
     }
     if n <= CACHE_KEYS || (hi - lo <= LSD_BITS && u32::try_from(n).is_ok()) {
-        lsd(keys, lo, hi, &mut scratch.keys, &mut scratch.counts);
+        lsd(keys, lo, hi, &mut scratch.keys, &mut scratch.work.counts);
         return;
     }
     // Too big for the cache: split by the top digit, then sort each part.
@@ -98,31 +105,45 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     hi: u32,
     scratch: &mut Scratch<K>,
 ) {
-    let n = keys.len();
-    // Sorted keys, equal ones included, are already in stable order.
-    if n < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1]) {
+    if in_order(keys, hi) {
         return;
     }
-    // The passes read copies and write the bucket in place (the keys are
-    // read into words or pairs first, so only the slots need a copy there).
-    let Scratch { keys: key_copy, slots: slot_copy, words, counts, pairs } = scratch;
-    slot_copy.clear();
-    slot_copy.extend_from_slice(slots);
-    let index_bits = bit_length_below(n as u64);
-    if n <= SMALL {
-        sort_small::<K, W>((keys, slots), slot_copy, width, pairs);
-    } else if n <= CACHE_KEYS && hi + index_bits <= 64 {
-        sort_words::<K, W>((keys, slots), slot_copy, width, hi, index_bits, words, counts);
-    } else {
-        key_copy.clear();
-        key_copy.extend_from_slice(keys);
-        let shift = hi - hi.min(DIGIT_BITS);
-        let starts = msd_pass::<K, W>((key_copy, slot_copy), (keys, slots), width, shift, hi);
-        for d in 0..starts.len() - 1 {
-            let (a, b) = (starts[d], starts[d + 1]);
-            sort_with::<K, W>(&mut keys[a..b], &mut slots[a * width..b * width], width, shift, scratch);
+    let Scratch { keys: part_keys, slots: part_slots, work } = scratch;
+    if let Some(order) = order(keys, hi, work) {
+        // The keys are in `work` now; the slots need a copy to gather from.
+        work.slots.clear();
+        work.slots.extend_from_slice(slots);
+        write::<K, W>(order, work, &work.slots, (keys, slots), width);
+        return;
+    }
+    // Too big for the cache: an MSD pass into the scratch, then each part
+    // sorted from there back into place.
+    let shift = hi - hi.min(DIGIT_BITS);
+    part_keys.resize(keys.len(), K::default());
+    part_slots.resize(slots.len(), 0);
+    let starts = msd_pass::<K, W>((keys, slots), (part_keys, part_slots), width, shift, hi);
+    for d in 0..starts.len() - 1 {
+        let (a, b) = (starts[d], starts[d + 1]);
+        let src = (&part_keys[a..b], &part_slots[a * width..b * width]);
+        let dst = (&mut keys[a..b], &mut slots[a * width..b * width]);
+        if in_order(src.0, shift) {
+            dst.0.copy_from_slice(src.0);
+            dst.1.copy_from_slice(src.1);
+        } else if let Some(order) = order(src.0, shift, work) {
+            write::<K, W>(order, work, src.1, dst, width);
+        } else {
+            // Still too big (rare: a heavy coordinate): in place, with buffers of its own.
+            dst.0.copy_from_slice(src.0);
+            dst.1.copy_from_slice(src.1);
+            sort_with::<K, W>(dst.0, dst.1, width, shift, &mut Scratch::default());
         }
     }
+}
+
+/// Whether `keys` (equal from bit `hi` up) are already in stable order by
+/// bits `0..hi`: sorted keys, equal ones included, are.
+fn in_order<K: Key>(keys: &[K], hi: u32) -> bool {
+    keys.len() < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1])
 }
 
 /// Keys and their slots to read.
@@ -130,56 +151,71 @@ type Src<'a, K> = (&'a [K], &'a [u8]);
 /// Keys and their slots to write (as long as the source).
 type Dst<'a, K> = (&'a mut [K], &'a mut [u8]);
 
-/// [`sort_with`] of a few keys: a comparison sort of (key, index) pairs,
-/// unique, so that an unstable sort is stable on the keys.
-fn sort_small<K: Key, const W: usize>(
-    (keys, slots): Dst<'_, K>,
-    slot_copy: &[u8],
-    width: usize,
-    pairs: &mut Vec<(K, u32)>,
-) {
-    pairs.clear();
-    pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
-    pairs.sort_unstable();
-    for (j, &(key, i)) in pairs.iter().enumerate() {
-        keys[j] = key;
-        let i = i as usize;
-        copy_slot::<W>(&mut slots[j * width..(j + 1) * width], &slot_copy[i * width..(i + 1) * width]);
-    }
+/// How [`order`] left a bucket's order in [`Work`].
+enum Order<K> {
+    /// In `pairs`: (key, index).
+    Pairs,
+    /// In `words[0]`: the key's bits `0..hi` above an `index_bits`-bit index;
+    /// the bits from `hi` up are `high`'s.
+    Words { high: K, hi: u32, index_bits: u32 },
 }
 
-/// [`sort_with`] of a bucket that fits the cache, as words of a key's bits
-/// `0..hi` above its `index_bits`-bit index in the bucket (`hi + index_bits
-/// <= 64`): LSD passes over only the top bits, about 8 more than the
-/// bucket's size needs to tell most keys apart (a key of 48 bits below the
-/// top digit would take four passes); then each run of words equal in those
-/// bits is sorted on the rest; then the keys (their bits above `hi` from the
-/// first key) and their slots are written in that order.
-fn sort_words<K: Key, const W: usize>(
-    (keys, slots): Dst<'_, K>,
-    slot_copy: &[u8],
-    width: usize,
-    hi: u32,
-    index_bits: u32,
-    words: &mut [Vec<u64>; 2],
-    counts: &mut Vec<u32>,
-) {
+/// Puts the keys of a bucket that fits the cache in stable order by bits
+/// `0..hi`, in `work`, or returns `None` for a bucket too big for that (or
+/// whose bits leave no room for an index in a `u64` word).
+///
+/// A small bucket takes a comparison sort of (key, index) pairs: unique, so
+/// that an unstable sort is stable on the keys. Others are sorted as words
+/// of the key's bits over the index: LSD passes over only the top bits,
+/// about 8 more than the bucket's size needs to tell most keys apart (a key
+/// of 48 bits below the top digit would take four passes), then each run of
+/// words equal in those bits sorted on the rest.
+fn order<K: Key>(keys: &[K], hi: u32, work: &mut Work<K>) -> Option<Order<K>> {
+    let n = keys.len();
+    if n <= SMALL {
+        work.pairs.clear();
+        work.pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+        work.pairs.sort_unstable();
+        return Some(Order::Pairs);
+    }
+    let index_bits = bit_length_below(n as u64);
+    if n > CACHE_KEYS || hi + index_bits > 64 {
+        return None;
+    }
     let mask = u64::MAX >> (64 - hi); // 1 <= hi <= 63
-    let [sorted, other] = words;
+    let [sorted, other] = &mut work.words;
     sorted.clear();
     sorted.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64));
     let first = hi.min((index_bits + 8).div_ceil(LSD_BITS) * LSD_BITS);
     let low = index_bits + hi - first;
-    lsd(sorted, low, index_bits + hi, other, counts);
+    lsd(sorted, low, index_bits + hi, other, &mut work.counts);
     if low > index_bits {
-        sort_runs(sorted, index_bits, low, other, counts);
+        sort_runs(sorted, index_bits, low, other, &mut work.counts);
     }
-    let high = keys[0].with_low(hi, 0);
-    let index_mask = (1u64 << index_bits) - 1;
-    for (at, &word) in sorted.iter().enumerate() {
-        keys[at] = high.with_low(hi, word >> index_bits);
-        let i = (word & index_mask) as usize;
-        copy_slot::<W>(&mut slots[at * width..(at + 1) * width], &slot_copy[i * width..(i + 1) * width]);
+    Some(Order::Words { high: keys[0].with_low(hi, 0), hi, index_bits })
+}
+
+/// Writes the keys in `order` to `dst`, each with its slot from `slots`.
+fn write<K: Key, const W: usize>(
+    order: Order<K>,
+    work: &Work<K>,
+    slots: &[u8],
+    dst: Dst<'_, K>,
+    width: usize,
+) {
+    let (keys, out) = dst;
+    let mut put = |at: usize, key: K, i: usize| {
+        keys[at] = key;
+        copy_slot::<W>(&mut out[at * width..(at + 1) * width], &slots[i * width..(i + 1) * width]);
+    };
+    match order {
+        Order::Pairs => work.pairs.iter().enumerate().for_each(|(at, &(key, i))| put(at, key, i as usize)),
+        Order::Words { high, hi, index_bits } => {
+            let index_mask = (1u64 << index_bits) - 1;
+            for (at, &word) in work.words[0].iter().enumerate() {
+                put(at, high.with_low(hi, word >> index_bits), (word & index_mask) as usize);
+            }
+        }
     }
 }
 
