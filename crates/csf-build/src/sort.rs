@@ -193,13 +193,8 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     }
     let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
         None => scatter_keys(source, range, target, digit),
-        Some(p) => match p.width {
-            1 => scatter_with::<K, S, 1>(source, range, target, digit, p, lo > 0),
-            2 => scatter_with::<K, S, 2>(source, range, target, digit, p, lo > 0),
-            4 => scatter_with::<K, S, 4>(source, range, target, digit, p, lo > 0),
-            8 => scatter_with::<K, S, 8>(source, range, target, digit, p, lo > 0),
-            _ => scatter_with::<K, S, 0>(source, range, target, digit, p, lo > 0),
-        },
+        Some(p) if lo > 0 => scatter_width::<K, S, true>(source, range, target, digit, p),
+        Some(p) => scatter_width::<K, S, false>(source, range, target, digit, p),
     };
     let keyed = if parallel {
         ranges.into_par_iter().zip(targets).all(scatter)
@@ -273,16 +268,32 @@ fn scatter_keys<K: Key, S: KeySource<K>>(
     })
 }
 
-/// The scatter with a payload of `W`-byte slots (`W = 0`: `payload.width`;
-/// a constant width makes each slot copy one move instead of a `memcpy` call),
-/// writing each slot's index into its key's low bits when `positions`.
-fn scatter_with<K: Key, S: KeySource<K>, const W: usize>(
+/// [`scatter_with`] for the payload's width.
+fn scatter_width<K: Key, S: KeySource<K>, const P: bool>(
     source: &S,
     range: Range<usize>,
     target: Target<'_, K>,
     digit: impl Fn(K) -> usize,
     payload: Payload<'_>,
-    positions: bool,
+) -> bool {
+    match payload.width {
+        1 => scatter_with::<K, S, 1, P>(source, range, target, digit, payload),
+        2 => scatter_with::<K, S, 2, P>(source, range, target, digit, payload),
+        4 => scatter_with::<K, S, 4, P>(source, range, target, digit, payload),
+        8 => scatter_with::<K, S, 8, P>(source, range, target, digit, payload),
+        _ => scatter_with::<K, S, 0, P>(source, range, target, digit, payload),
+    }
+}
+
+/// The scatter with a payload of `W`-byte slots (`W = 0`: `payload.width`;
+/// a constant width makes each slot copy one move instead of a `memcpy` call),
+/// writing each slot's index into its key's low bits when `P` (positions).
+fn scatter_with<K: Key, S: KeySource<K>, const W: usize, const P: bool>(
+    source: &S,
+    range: Range<usize>,
+    target: Target<'_, K>,
+    digit: impl Fn(K) -> usize,
+    payload: Payload<'_>,
 ) -> bool {
     let width = if W == 0 { payload.width } else { W };
     let data = payload.data;
@@ -292,7 +303,7 @@ fn scatter_with<K: Key, S: KeySource<K>, const W: usize>(
         let d = digit(k);
         let i = next[d];
         next[d] += 1;
-        keys[d][i] = if positions { k.shl_or(0, (first[d] + i) as u64) } else { k };
+        keys[d][i] = if P { k.shl_or(0, (first[d] + i) as u64) } else { k };
         let (from, to) = (entry * width, i * width);
         copy_slot::<W>(&mut slots[d][to..to + width], &data[from..from + width]);
     })
