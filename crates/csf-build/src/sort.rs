@@ -165,32 +165,12 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     for d in 0..radix {
         starts[d + 1] = starts[d] + counts.iter().map(|c| c[d]).sum::<usize>();
     }
-    let total = starts[radix];
 
     // Pass 2: each chunk scatters into its own sub-slice of every bucket.
     let width = payload.map_or(0, |p| p.width);
-    let mut keys = vec![K::default(); total];
-    let mut slots = vec![0u8; total * width];
-    let mut targets: Vec<Target<'_, K>> =
-        ranges.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
-    {
-        let (mut key_rest, mut slot_rest) = (&mut keys[..], &mut slots[..]);
-        let mut at = 0;
-        for d in 0..radix {
-            for (chunk, target) in counts.iter().zip(&mut targets) {
-                let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
-                key_rest = tail;
-                target.keys.push(part);
-                target.first.push(at);
-                at += chunk[d];
-                if payload.is_some() {
-                    let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
-                    slot_rest = tail;
-                    target.slots.push(part);
-                }
-            }
-        }
-    }
+    let mut keys = vec![K::default(); starts[radix]];
+    let mut slots = vec![0u8; starts[radix] * width];
+    let targets = targets(&mut keys, &mut slots, &counts, width, payload.is_some());
     let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
         None => scatter_keys(source, range, target, digit),
         Some(p) if lo > 0 => scatter_width::<K, S, true>(source, range, target, digit, p),
@@ -206,34 +186,91 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     }
 
     // Pass 3: sort each bucket on the bits below the top digit, and visit it.
-    let mut buckets = Vec::with_capacity(radix);
-    let (mut key_rest, mut slot_rest) = (&mut keys[..], &mut slots[..]);
+    let plan = Plan { lo, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
+    let visits = sort_buckets(&mut keys, &mut slots, &starts, plan, visit);
+    Ok(Sorted { keys, slots, starts, visits, top_shift })
+}
+
+/// Splits the keys and slots into each chunk's sub-slice of every bucket:
+/// chunk `c`'s keys of bucket `d` after those of chunks `0..c`.
+fn targets<'a, K>(
+    keys: &'a mut [K],
+    slots: &'a mut [u8],
+    counts: &[Vec<usize>],
+    width: usize,
+    with_slots: bool,
+) -> Vec<Target<'a, K>> {
+    let radix = counts.first().map_or(0, Vec::len);
+    let mut targets: Vec<Target<'_, K>> =
+        counts.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
+    let (mut key_rest, mut slot_rest) = (keys, slots);
+    let mut at = 0;
     for d in 0..radix {
-        let len = starts[d + 1] - starts[d];
+        for (chunk, target) in counts.iter().zip(&mut targets) {
+            let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
+            key_rest = tail;
+            target.keys.push(part);
+            target.first.push(at);
+            at += chunk[d];
+            if with_slots {
+                let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
+                slot_rest = tail;
+                target.slots.push(part);
+            }
+        }
+    }
+    targets
+}
+
+/// How pass 3 sorts the buckets.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// Sort on bits `lo..top_shift` (the bits above are the bucket's digit).
+    lo: u32,
+    top_shift: u32,
+    /// The slots' width, and whether they move with their keys.
+    width: usize,
+    move_slots: bool,
+    parallel: bool,
+}
+
+/// Pass 3: sorts each bucket `starts[d]..starts[d + 1]` in cache, and
+/// returns `visit(start, bucket)` of each.
+fn sort_buckets<K: Key, T: Send>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    starts: &[usize],
+    plan: Plan,
+    visit: impl Fn(usize, &[K]) -> T + Sync,
+) -> Vec<T> {
+    let Plan { lo, top_shift: hi, width, move_slots, parallel } = plan;
+    let mut buckets = Vec::with_capacity(starts.len());
+    let (mut key_rest, mut slot_rest) = (keys, slots);
+    for w in starts.windows(2) {
+        let len = w[1] - w[0];
         let (bucket, tail) = std::mem::take(&mut key_rest).split_at_mut(len);
         key_rest = tail;
         let (bucket_slots, tail) = std::mem::take(&mut slot_rest).split_at_mut(len * width);
         slot_rest = tail;
-        buckets.push((starts[d], bucket, bucket_slots));
+        buckets.push((w[0], bucket, bucket_slots));
     }
     let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket, bucket_slots): Bucket<'_, K>| {
         match width {
-            _ if payload.is_none() || lo > 0 => sort_slice(bucket, lo, top_shift, scratch),
-            1 => sort_with::<K, 1>(bucket, bucket_slots, 1, top_shift, scratch),
-            2 => sort_with::<K, 2>(bucket, bucket_slots, 2, top_shift, scratch),
-            4 => sort_with::<K, 4>(bucket, bucket_slots, 4, top_shift, scratch),
-            8 => sort_with::<K, 8>(bucket, bucket_slots, 8, top_shift, scratch),
-            _ => sort_with::<K, 0>(bucket, bucket_slots, width, top_shift, scratch),
+            _ if !move_slots => sort_slice(bucket, lo, hi, scratch),
+            1 => sort_with::<K, 1>(bucket, bucket_slots, 1, hi, scratch),
+            2 => sort_with::<K, 2>(bucket, bucket_slots, 2, hi, scratch),
+            4 => sort_with::<K, 4>(bucket, bucket_slots, 4, hi, scratch),
+            8 => sort_with::<K, 8>(bucket, bucket_slots, 8, hi, scratch),
+            _ => sort_with::<K, 0>(bucket, bucket_slots, width, hi, scratch),
         }
         visit(start, bucket)
     };
-    let visits = if parallel {
+    if parallel {
         buckets.into_par_iter().map_init(Scratch::default, sort_and_visit).collect()
     } else {
         let mut scratch = Scratch::default();
         buckets.into_iter().map(|b| sort_and_visit(&mut scratch, b)).collect()
-    };
-    Ok(Sorted { keys, slots, starts, visits, top_shift })
+    }
 }
 
 /// A bucket to sort: its first key's index, its keys and its slots.
