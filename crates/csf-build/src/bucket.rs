@@ -1,24 +1,26 @@
 //! Sorting one bucket of the top-digit scatter (`sort.rs`), in cache.
 //!
-//! Keys alone ([`sort_slice`]: the distinct-projection counts of `order.rs`)
-//! sort by LSD passes, or by another MSD pass first when the bucket is too big
-//! for the cache.
+//! Keys alone ([`sort_slice`]: keys whose low bits hold the input position,
+//! and the distinct-projection counts of `order.rs`) sort by LSD passes, or
+//! by another MSD pass first when the bucket is too big for the cache.
 //!
-//! Keys with value slots ([`sort_with`]: the builder) sort stably on their
-//! coordinate bits and leave each key's slot beside it, so that the level
-//! writer reads the values in order. The keys carry no input position (see
-//! `key.rs`): a bucket of `n` keys is sorted as `u64` words holding the
-//! key's bits below the top digit above a `log2(n)`-bit index into the
-//! bucket, by LSD passes, then one in-cache gather puts keys and slots in
-//! that order. The index makes the words unique, so any correct sort of them
-//! is stable on the keys; and it is only as wide as the bucket needs (16 bits
-//! for a bucket that fits the cache), where an input position took
-//! `log2(nnz)` bits of every key. So a key of up to 64 coordinate bits with
-//! a 9-bit top digit sorts in `u64` words even when its coordinates and its
-//! input position together would have needed `u128` (the "wide keys" of
-//! issue 13: 81 bits for 10M entries over 500 x 5000 x 50000 x 500000).
-//! Buckets too big for the cache, or whose bits do not fit a word beside the
-//! index, take an MSD pass first, moving keys and slots together.
+//! Keys with value slots ([`sort_with`]: the builder's keys that have no room
+//! for a position, see `key.rs`) sort stably on their coordinate bits and
+//! leave each key's slot beside it, so that the level writer reads the values
+//! in order. A bucket of `n` keys is sorted as `u64` words holding the key's
+//! bits below the top digit above a `log2(n)`-bit index into the bucket:
+//! LSD passes over the words' top bits, as many as tell most of the bucket's
+//! keys apart, then each run of words still equal there sorted on the rest;
+//! then the keys and slots are written in that order. The index makes the
+//! words unique, so any correct sort of them is stable on the keys; and it is
+//! only as wide as the bucket needs (16 bits for a bucket that fits the
+//! cache), where an input position took `log2(nnz)` bits of every key. So a
+//! key of up to 57 coordinate bits (48 below a 9-bit top digit) sorts in
+//! `u64` words even when its coordinates and input position together would
+//! have needed `u128` (the "wide keys" of issue 13: 81 bits for 10M entries
+//! over 500 x 5000 x 50000 x 500000). Buckets too big for the cache, or whose
+//! bits do not fit a word beside the index, take an MSD pass first, into the
+//! scratch, and their parts are sorted from there back into place.
 
 use crate::key::{bit_length_below, Key};
 use crate::sort::copy_slot;
