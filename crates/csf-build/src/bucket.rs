@@ -134,7 +134,8 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
         } else if let Some(order) = order(src.0, shift, work) {
             write::<K, W>(order, work, src.1, dst, width);
         } else {
-            // Still too big (rare: a heavy coordinate): in place, with buffers of its own.
+            // Still too big (a heavy coordinate, or more bits than a word holds beside
+            // the index, as `u128` keys have): in place, with buffers of its own.
             dst.0.copy_from_slice(src.0);
             dst.1.copy_from_slice(src.1);
             sort_with::<K, W>(dst.0, dst.1, width, shift, &mut Scratch::default());
