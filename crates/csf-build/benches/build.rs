@@ -27,7 +27,8 @@
 //!   tensors (`1M,10M` by default; `100k`, `2.5M` and plain numbers work).
 //! - `HURRAY_BENCH_QUICK`: no warm-up, one timed run each, `1M` by default.
 //! - `HURRAY_BENCH_FILTER` (or a positional argument): only tensors whose
-//!   name contains this text (`uniform-r3`, `real/`, ...).
+//!   name contains this text (`uniform-r3`, `real/`, ...) or one of several
+//!   separated by `|` (`uniform-r3|500000`: the narrow and wide references).
 //!
 //! The synthetic tensors are seeded (`csf_testdata::synthetic`) and take
 //! `Duplicates::Sum` (random coordinates collide now and then); values are `f64`.
@@ -166,8 +167,9 @@ impl Settings {
         Self { nnz, quick, filter }
     }
 
+    /// The filter is a `|`-separated list of alternatives.
     fn wants(&self, name: &str) -> bool {
-        self.filter.as_ref().map_or(true, |f| name.contains(f.as_str()))
+        self.filter.as_ref().map_or(true, |f| f.split('|').any(|f| name.contains(f)))
     }
 
     /// The last result of several timed runs (after a warm-up), with the
@@ -289,12 +291,11 @@ fn output_bytes(built: &Built) -> u64 {
     index_bytes(built) + built.tensor.view().values().as_bytes().len() as u64
 }
 
-/// Bytes per key the builder packs for this shape and entry count (`u64` when
-/// the coordinate bits and the position bits fit 64, else `u128`).
-fn key_bytes(shape: &[u64], entries: usize) -> u64 {
-    let bits = |x: u64| 64 - x.saturating_sub(1).leading_zeros();
-    let total: u32 = shape.iter().map(|&e| bits(e)).sum::<u32>() + bits(entries as u64);
-    if total <= 64 {
+/// Bytes per key the builder packs for this shape (`u64` when the coordinate
+/// bits fit 64, else `u128`; the entry position goes in only where it fits).
+fn key_bytes(shape: &[u64]) -> u64 {
+    let bits: u32 = shape.iter().map(|&e| 64 - e.saturating_sub(1).leading_zeros()).sum();
+    if bits <= 64 {
         8
     } else {
         16
@@ -354,7 +355,7 @@ fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> Row {
     let (ours_one, one) = settings.best(|| build(&input, &options(false)).expect("build"));
     let output_bytes = output_bytes(&ours_one);
     let entries = coo.len() as u64;
-    let budget = output_bytes + key_bytes(&coo.shape, coo.len()) * entries + 8 * entries + BOOKKEEPING;
+    let budget = output_bytes + key_bytes(&coo.shape) * entries + 8 * entries + BOOKKEEPING;
     let nnz_out = ours_one.tensor.view().nnz();
     let ours = arrays_of(&ours_one);
     drop(ours_one);
@@ -432,6 +433,9 @@ fn run_auto(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> AutoRow
     row
 }
 
+/// A rank's name, a shape, and the distributions drawn over it.
+type Family<'a> = (&'a str, &'a [u64], &'a [(&'a str, Distribution)]);
+
 fn main() {
     let settings = Settings::from_env();
     let threads = rayon::current_num_threads();
@@ -445,12 +449,17 @@ fn main() {
     );
 
     let mut rows = Vec::new();
-    let shapes: [(&str, &[u64]); 2] = [("r3", &[2000, 2000, 2000]), ("r4", &[1000, 1000, 1000, 1000])];
-    let distributions =
-        [("uniform", Distribution::Uniform), ("powerlaw", Distribution::PowerLaw { skew: 3.0 })];
+    let both = [("uniform", Distribution::Uniform), ("powerlaw", Distribution::PowerLaw { skew: 3.0 })];
+    // The last two need more than 64 bits of coordinates and entry position (issue 13, "Wide keys").
+    let shapes: [Family<'_>; 4] = [
+        ("r3", &[2000, 2000, 2000], &both),
+        ("r4", &[1000, 1000, 1000, 1000], &both),
+        ("r3", &[5000, 50_000, 500_000], &both[1..]),
+        ("r4", &[500, 5000, 50_000, 500_000], &both[1..]),
+    ];
     for &nnz in &settings.nnz {
-        for (rank_name, shape) in shapes {
-            for (dist_name, dist) in distributions {
+        for (rank_name, shape, distributions) in shapes {
+            for &(dist_name, dist) in distributions {
                 let extents = shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
                 let name = format!("{dist_name}-{rank_name} {extents} {}", count_name(nnz));
                 if !settings.wants(&name) {

@@ -367,7 +367,7 @@ struct Tally {
 struct Part<'a, K> {
     /// The chunk's sorted keys; the leaf coordinates are written over them.
     keys: &'a mut [K],
-    /// The chunk's value slots (in scatter order); the leaf values are written over them.
+    /// The chunk's value slots (see `Layout::slot`); the leaf values are written over them.
     values: &'a mut [u8],
     /// The index of the chunk's first key.
     start: usize,
@@ -649,7 +649,7 @@ impl Job<'_> {
             let first_slot = start + bucket.start;
             for j in bucket {
                 let key = keys[j];
-                let from = (layout.position(key) - first_slot) * width;
+                let from = (layout.slot(key, start + j) - first_slot) * width;
                 let slot = &bucket_values[from..from + width];
                 let split = match prev {
                     None => Some(0),

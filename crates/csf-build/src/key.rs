@@ -3,16 +3,27 @@
 //! Level `L`'s coordinate takes `bits_L = bit_length(shape[mode_order[L]] - 1)`
 //! bits, level 0 in the most significant position, so that integer order is
 //! the lexicographic order of storage tuples, the order CSF stores leaves in.
-//! Below the coordinate bits sit the entry's input position: the keys are then
-//! unique, and sorting only on the coordinate bits with a stable sort keeps
-//! duplicates in input order (which `First`/`Last` rely on).
+//!
+//! Below the coordinate bits sit the entry's input position, when it fits the
+//! key type the coordinates need (`u64` or `u128`): the keys are then unique,
+//! and sorting only on the coordinate bits with a stable sort keeps
+//! duplicates in input order (which `First`/`Last` rely on); the sort writes
+//! the index of the entry's value slot there. When it does not fit (10M
+//! entries take 24 bits: 5000 x 50000 x 500000 has 48 bits of coordinates),
+//! the key holds the coordinates alone, still in `u64`, and the sort keeps
+//! duplicates in order by moving each value slot along with its key (see
+//! `bucket.rs`) rather than spending a wider key on the position.
 
 use hurray_format::limits::MAX_RANK;
 
-/// An unsigned integer key: `u64` when the tuple and the position fit in 64
-/// bits (most real shapes), `u128` otherwise.
+/// An unsigned integer key: `u64` when the tuple fits in 64 bits (most real
+/// shapes), `u128` otherwise.
 pub(crate) trait Key: Copy + Ord + Send + Sync + Default + core::fmt::Debug + 'static {
+    /// `self << shift | v` (0 for a shift of the whole width).
     fn shl_or(self, shift: u32, v: u64) -> Self;
+    /// `self` with its low `bits` bits (at most 64) replaced by `low`, which
+    /// must fit them.
+    fn with_low(self, bits: u32, low: u64) -> Self;
     /// The low 64 bits of `self >> shift`.
     fn field(self, shift: u32) -> u64;
     /// `self ^ other`'s highest set bit, or `None` when equal.
@@ -30,6 +41,10 @@ macro_rules! key {
             #[inline]
             fn shl_or(self, shift: u32, v: u64) -> Self {
                 self.checked_shl(shift).unwrap_or(0) | v as $t
+            }
+            #[inline]
+            fn with_low(self, bits: u32, low: u64) -> Self {
+                self.checked_shr(bits).unwrap_or(0).checked_shl(bits).unwrap_or(0) | low as $t
             }
             #[inline]
             fn field(self, shift: u32) -> u64 {
@@ -62,7 +77,8 @@ pub(crate) fn bit_length_below(extent: u64) -> u32 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layout {
     pub(crate) rank: usize,
-    /// Bits of the input-position field (the lowest bits).
+    /// Bits of the input-position field (the lowest bits): 0 when the
+    /// position does not fit beside the coordinates (see the module doc).
     pub(crate) position_bits: u32,
     /// Coordinate bits in all.
     pub(crate) coord_bits: u32,
@@ -80,11 +96,15 @@ impl Layout {
     /// The layout for extents `extents[L]` (in storage order) and `entries` input entries.
     pub(crate) fn new(extents: &[u64], entries: usize) -> Self {
         let rank = extents.len();
+        let coord_bits: u32 = extents.iter().map(|&e| bit_length_below(e)).sum();
         let position_bits = bit_length_below(entries as u64);
+        // The position goes in only if the key type stays the one the coordinates need.
+        let word = if coord_bits <= 64 { 64 } else { 128 };
+        let position_bits = if coord_bits + position_bits <= word { position_bits } else { 0 };
         let mut layout = Self {
             rank,
             position_bits,
-            coord_bits: 0,
+            coord_bits,
             shift: [0; MAX_RANK],
             mask: [0; MAX_RANK],
             bits: [0; MAX_RANK],
@@ -100,7 +120,6 @@ impl Layout {
                 layout.level_of_bit[b as usize] = level as u8;
             }
             shift += bits;
-            layout.coord_bits += bits;
         }
         layout
     }
@@ -116,11 +135,15 @@ impl Layout {
         key.field(self.shift[level]) & self.mask[level]
     }
 
-    /// The input position stored in `key`.
+    /// The index of the value slot of `key`, found at `index` of the sorted
+    /// keys: its position bits, or, without them, `index` (the sort then
+    /// leaves each slot beside its key).
     #[inline]
-    pub(crate) fn position<K: Key>(&self, key: K) -> usize {
-        let mask = if self.position_bits == 0 { 0 } else { u64::MAX >> (64 - self.position_bits) };
-        (key.field(0) & mask) as usize
+    pub(crate) fn slot<K: Key>(&self, key: K, index: usize) -> usize {
+        if self.position_bits == 0 {
+            return index;
+        }
+        (key.field(0) & (u64::MAX >> (64 - self.position_bits))) as usize
     }
 
     /// The first level where two keys' tuples differ, or `None` when the
@@ -132,5 +155,28 @@ impl Layout {
             return None;
         }
         Some(self.level_of_bit[high as usize] as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_position_goes_in_only_where_it_keeps_the_key_type() {
+        let layout = |extents: &[u64], entries| {
+            let l = Layout::new(extents, entries);
+            (l.coord_bits, l.position_bits)
+        };
+        // 11 + 11 + 11 coordinate bits and 24 position bits: u64 with positions.
+        assert_eq!(layout(&[2000, 2000, 2000], 10_000_000), (33, 24));
+        // 13 + 16 + 19 = 48 and 24 do not fit u64: coordinates alone, in u64.
+        assert_eq!(layout(&[5000, 50_000, 500_000], 10_000_000), (48, 0));
+        assert_eq!(layout(&[500, 5000, 50_000, 500_000], 10_000_000), (57, 0));
+        // 3 x 40 = 120 bits: u128, room for 8 position bits but not 24.
+        assert_eq!(layout(&[1 << 40; 3], 200), (120, 8));
+        assert_eq!(layout(&[1 << 40; 3], 10_000_000), (120, 0));
+        // Beyond 128 bits: the comparison sort (total_bits > 128).
+        assert_eq!(Layout::new(&[u64::MAX; 3], 4).total_bits(), 192);
     }
 }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod bucket;
 mod build;
 mod key;
 mod order;

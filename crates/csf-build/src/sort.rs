@@ -9,12 +9,14 @@
 //! cost about as much as the scatter itself.
 //!
 //! With a [`Payload`] (the builder's values), the scatter moves each entry's
-//! value slot along with its key, into a slot array in the same bucket order,
-//! and writes that slot's index into the key's low (position) bits. Every
-//! value a bucket's keys refer to then lies in the bucket's own stretch of
-//! the slot array: after the sort, the builder reads them from cache, where a
-//! gather from the input would take a cache and TLB miss per value (which
-//! made up a third of the build time).
+//! value slot along with its key, into a slot array in the same bucket order.
+//! When the keys have room for it below the sorted bits (`lo > 0`), it writes
+//! that slot's index into the key's low (position) bits; otherwise the bucket
+//! sorts move the slots along with their keys (`bucket.rs`). Either way every
+//! value a bucket's keys refer to lies in the bucket's own stretch of the
+//! slot array: the builder reads them from cache, where a gather from the
+//! input would take a cache and TLB miss per value (which made up a third of
+//! the build time).
 //!
 //! Both passes split the input into chunks. Each chunk counts its own digits;
 //! the counts place chunk `c`'s keys of bucket `d` after those of chunks
@@ -22,18 +24,15 @@
 //! parallel and without `unsafe`, and the result is that of one sequential
 //! stable scatter whatever the number of chunks or threads.
 //!
-//! Each bucket is then sorted on its remaining bits: in cache by LSD passes
-//! (with as few passes as the bucket's size makes cheapest), or, for a bucket
-//! too big for the cache, by another MSD pass first. Tiny buckets take a
-//! comparison sort of the whole key: the position bits below the coordinate
-//! make keys unique, so that equals a stable sort on the coordinates. While a
-//! bucket is still in cache, a caller's `visit` runs over it (the builder
-//! counts the tree's nodes there).
+//! Each bucket is then sorted on its remaining bits, in cache (`bucket.rs`).
+//! While a bucket is still in cache, a caller's `visit` runs over it (the
+//! builder counts the tree's nodes there).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::bucket::{sort_slice, sort_with, Scratch, SMALL};
 use crate::key::Key;
 
 /// Bits of the top (MSD) digit: 512 buckets keep the scatter's write
@@ -44,16 +43,6 @@ const TOP_BITS: u32 = 9;
 /// The bucket size the top digit aims at when there are too few keys to fill
 /// `2^TOP_BITS` buckets of it.
 const BUCKET_KEYS: usize = 2048;
-/// The digit of a second MSD pass.
-const DIGIT_BITS: u32 = 11;
-/// The widest LSD digit: two passes of up to 12 bits beat three of 8 on
-/// buckets of ~10k keys.
-const LSD_BITS: u32 = 12;
-/// Buckets up to this size take a comparison sort.
-const SMALL: usize = 64;
-/// Buckets up to this many keys are sorted by LSD passes; bigger ones by
-/// another MSD pass first (the LSD passes then run in cache).
-const CACHE_KEYS: usize = 1 << 16;
 /// The smallest chunk of input worth a parallel task.
 const MIN_CHUNK: usize = 1 << 15;
 
@@ -94,9 +83,10 @@ pub(crate) struct Unkeyable;
 
 /// The sorted keys and what came with them.
 pub(crate) struct Sorted<K, T> {
-    /// The keys, sorted. With a payload, their low `lo` bits index `slots`.
+    /// The keys, sorted. With a payload and `lo > 0`, their low `lo` bits index `slots`.
     pub(crate) keys: Vec<K>,
-    /// The payload's slots in scatter order (empty without a payload).
+    /// The payload's slots: in scatter order when the keys index them, else
+    /// `keys[i]`'s at `i` (empty without a payload).
     pub(crate) slots: Vec<u8>,
     /// Bucket `b` is `keys[starts[b]..starts[b + 1]]`; its keys' top digit is `b`.
     pub(crate) starts: Vec<usize>,
@@ -141,8 +131,11 @@ pub(crate) fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
 
 /// The keys of `source`, sorted stably by bits `lo..hi`, with the payload's
 /// slots, and `visit(start, bucket)` of every sorted bucket. With a payload,
-/// the source's keys must have their low `lo` bits clear, and `2^lo` must be
-/// at least the number of keys (the sort writes slot indices there).
+/// the source's keys must have their low `lo` bits clear, and either `lo` is
+/// 0 (the slots are sorted with the keys) or `2^lo` is at least the number of
+/// keys (the sort writes slot indices there). Without one, keys equal in bits
+/// `lo..hi` keep their order only as far as their bits below `lo` say (see
+/// `sort_slice`).
 pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     source: &S,
     payload: Option<Payload<'_>>,
@@ -172,41 +165,16 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     for d in 0..radix {
         starts[d + 1] = starts[d] + counts.iter().map(|c| c[d]).sum::<usize>();
     }
-    let total = starts[radix];
 
     // Pass 2: each chunk scatters into its own sub-slice of every bucket.
     let width = payload.map_or(0, |p| p.width);
-    let mut keys = vec![K::default(); total];
-    let mut slots = vec![0u8; total * width];
-    let mut targets: Vec<Target<'_, K>> =
-        ranges.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
-    {
-        let (mut key_rest, mut slot_rest) = (&mut keys[..], &mut slots[..]);
-        let mut at = 0;
-        for d in 0..radix {
-            for (chunk, target) in counts.iter().zip(&mut targets) {
-                let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
-                key_rest = tail;
-                target.keys.push(part);
-                target.first.push(at);
-                at += chunk[d];
-                if payload.is_some() {
-                    let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
-                    slot_rest = tail;
-                    target.slots.push(part);
-                }
-            }
-        }
-    }
+    let mut keys = vec![K::default(); starts[radix]];
+    let mut slots = vec![0u8; starts[radix] * width];
+    let targets = targets(&mut keys, &mut slots, &counts, width, payload.is_some());
     let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
         None => scatter_keys(source, range, target, digit),
-        Some(p) => match p.width {
-            1 => scatter_with::<K, S, 1>(source, range, target, digit, p),
-            2 => scatter_with::<K, S, 2>(source, range, target, digit, p),
-            4 => scatter_with::<K, S, 4>(source, range, target, digit, p),
-            8 => scatter_with::<K, S, 8>(source, range, target, digit, p),
-            _ => scatter_with::<K, S, 0>(source, range, target, digit, p),
-        },
+        Some(p) if lo > 0 => scatter_width::<K, S, true>(source, range, target, digit, p),
+        Some(p) => scatter_width::<K, S, false>(source, range, target, digit, p),
     };
     let keyed = if parallel {
         ranges.into_par_iter().zip(targets).all(scatter)
@@ -218,25 +186,95 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     }
 
     // Pass 3: sort each bucket on the bits below the top digit, and visit it.
-    let mut buckets = Vec::with_capacity(radix);
-    let mut rest = &mut keys[..];
+    let plan = Plan { lo, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
+    let visits = sort_buckets(&mut keys, &mut slots, &starts, plan, visit);
+    Ok(Sorted { keys, slots, starts, visits, top_shift })
+}
+
+/// Splits the keys and slots into each chunk's sub-slice of every bucket:
+/// chunk `c`'s keys of bucket `d` after those of chunks `0..c`.
+fn targets<'a, K>(
+    keys: &'a mut [K],
+    slots: &'a mut [u8],
+    counts: &[Vec<usize>],
+    width: usize,
+    with_slots: bool,
+) -> Vec<Target<'a, K>> {
+    let radix = counts.first().map_or(0, Vec::len);
+    let mut targets: Vec<Target<'_, K>> =
+        counts.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
+    let (mut key_rest, mut slot_rest) = (keys, slots);
+    let mut at = 0;
     for d in 0..radix {
-        let (bucket, tail) = std::mem::take(&mut rest).split_at_mut(starts[d + 1] - starts[d]);
-        buckets.push((starts[d], bucket));
-        rest = tail;
+        for (chunk, target) in counts.iter().zip(&mut targets) {
+            let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
+            key_rest = tail;
+            target.keys.push(part);
+            target.first.push(at);
+            at += chunk[d];
+            if with_slots {
+                let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
+                slot_rest = tail;
+                target.slots.push(part);
+            }
+        }
     }
-    let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket): (usize, &mut [K])| {
-        sort_slice(bucket, lo, top_shift, scratch);
+    targets
+}
+
+/// How pass 3 sorts the buckets.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// Sort on bits `lo..top_shift` (the bits above are the bucket's digit).
+    lo: u32,
+    top_shift: u32,
+    /// The slots' width, and whether they move with their keys.
+    width: usize,
+    move_slots: bool,
+    parallel: bool,
+}
+
+/// Pass 3: sorts each bucket `starts[d]..starts[d + 1]` in cache, and
+/// returns `visit(start, bucket)` of each.
+fn sort_buckets<K: Key, T: Send>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    starts: &[usize],
+    plan: Plan,
+    visit: impl Fn(usize, &[K]) -> T + Sync,
+) -> Vec<T> {
+    let Plan { lo, top_shift: hi, width, move_slots, parallel } = plan;
+    let mut buckets = Vec::with_capacity(starts.len());
+    let (mut key_rest, mut slot_rest) = (keys, slots);
+    for w in starts.windows(2) {
+        let len = w[1] - w[0];
+        let (bucket, tail) = std::mem::take(&mut key_rest).split_at_mut(len);
+        key_rest = tail;
+        let (bucket_slots, tail) = std::mem::take(&mut slot_rest).split_at_mut(len * width);
+        slot_rest = tail;
+        buckets.push((w[0], bucket, bucket_slots));
+    }
+    let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket, bucket_slots): Bucket<'_, K>| {
+        match width {
+            _ if !move_slots => sort_slice(bucket, lo, hi, scratch),
+            1 => sort_with::<K, 1>(bucket, bucket_slots, 1, hi, scratch),
+            2 => sort_with::<K, 2>(bucket, bucket_slots, 2, hi, scratch),
+            4 => sort_with::<K, 4>(bucket, bucket_slots, 4, hi, scratch),
+            8 => sort_with::<K, 8>(bucket, bucket_slots, 8, hi, scratch),
+            _ => sort_with::<K, 0>(bucket, bucket_slots, width, hi, scratch),
+        }
         visit(start, bucket)
     };
-    let visits = if parallel {
+    if parallel {
         buckets.into_par_iter().map_init(Scratch::default, sort_and_visit).collect()
     } else {
         let mut scratch = Scratch::default();
         buckets.into_iter().map(|b| sort_and_visit(&mut scratch, b)).collect()
-    };
-    Ok(Sorted { keys, slots, starts, visits, top_shift })
+    }
 }
+
+/// A bucket to sort: its first key's index, its keys and its slots.
+type Bucket<'a, K> = (usize, &'a mut [K], &'a mut [u8]);
 
 /// One chunk's sub-slice of every bucket.
 struct Target<'a, K> {
@@ -267,9 +305,27 @@ fn scatter_keys<K: Key, S: KeySource<K>>(
     })
 }
 
+/// [`scatter_with`] for the payload's width.
+fn scatter_width<K: Key, S: KeySource<K>, const P: bool>(
+    source: &S,
+    range: Range<usize>,
+    target: Target<'_, K>,
+    digit: impl Fn(K) -> usize,
+    payload: Payload<'_>,
+) -> bool {
+    match payload.width {
+        1 => scatter_with::<K, S, 1, P>(source, range, target, digit, payload),
+        2 => scatter_with::<K, S, 2, P>(source, range, target, digit, payload),
+        4 => scatter_with::<K, S, 4, P>(source, range, target, digit, payload),
+        8 => scatter_with::<K, S, 8, P>(source, range, target, digit, payload),
+        _ => scatter_with::<K, S, 0, P>(source, range, target, digit, payload),
+    }
+}
+
 /// The scatter with a payload of `W`-byte slots (`W = 0`: `payload.width`;
-/// a constant width makes each slot copy one move instead of a `memcpy` call).
-fn scatter_with<K: Key, S: KeySource<K>, const W: usize>(
+/// a constant width makes each slot copy one move instead of a `memcpy` call),
+/// writing each slot's index into its key's low bits when `P` (positions).
+fn scatter_with<K: Key, S: KeySource<K>, const W: usize, const P: bool>(
     source: &S,
     range: Range<usize>,
     target: Target<'_, K>,
@@ -284,7 +340,7 @@ fn scatter_with<K: Key, S: KeySource<K>, const W: usize>(
         let d = digit(k);
         let i = next[d];
         next[d] += 1;
-        keys[d][i] = k.shl_or(0, (first[d] + i) as u64);
+        keys[d][i] = if P { k.shl_or(0, (first[d] + i) as u64) } else { k };
         let (from, to) = (entry * width, i * width);
         copy_slot::<W>(&mut slots[d][to..to + width], &data[from..from + width]);
     })
@@ -300,118 +356,10 @@ pub(crate) fn copy_slot<const W: usize>(dst: &mut [u8], src: &[u8]) {
     }
 }
 
-/// Reusable buffers of one thread.
-struct Scratch<K> {
-    keys: Vec<K>,
-    counts: Vec<u32>,
-}
-
-impl<K> Default for Scratch<K> {
-    fn default() -> Self {
-        Self { keys: Vec::new(), counts: Vec::new() }
-    }
-}
-
-/// Sorts `keys` stably by bits `lo..hi`, in place.
-fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
-    let n = keys.len();
-    if n < 2 || hi <= lo {
-        return;
-    }
-    if n <= SMALL {
-        keys.sort_unstable();
-        return;
-    }
-    // Already sorted (as real data often is): a scan that fails fast otherwise.
-    if keys.windows(2).all(|w| w[0] <= w[1]) {
-        return;
-    }
-    if n <= CACHE_KEYS || (hi - lo <= LSD_BITS && u32::try_from(n).is_ok()) {
-        lsd(keys, lo, hi, scratch);
-        return;
-    }
-    // Too big for the cache: split by the top digit, then sort each part.
-    let shift = hi - (hi - lo).min(DIGIT_BITS);
-    let radix = 1usize << (hi - shift);
-    let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
-    let mut starts = vec![0usize; radix + 1];
-    for &k in keys.iter() {
-        starts[digit(k) + 1] += 1;
-    }
-    for d in 0..radix {
-        starts[d + 1] += starts[d];
-    }
-    if scratch.keys.len() < n {
-        scratch.keys.resize(n, K::default());
-    }
-    let mut next = starts.clone();
-    for &k in keys.iter() {
-        let d = digit(k);
-        scratch.keys[next[d]] = k;
-        next[d] += 1;
-    }
-    keys.copy_from_slice(&scratch.keys[..n]);
-    for d in 0..radix {
-        sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
-    }
-}
-
-/// LSD passes over bits `lo..hi`, with the digit width that makes the
-/// fewest, cheapest passes for `keys.len()` keys: a pass costs about a read
-/// and a write per key plus its histogram's size.
-fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
-    let n = keys.len();
-    let bits = hi - lo;
-    let passes = (bits.div_ceil(LSD_BITS)..=bits)
-        .min_by_key(|&p| p as usize * ((1usize << bits.div_ceil(p)) + 2 * n))
-        .unwrap_or(1);
-    let width = bits.div_ceil(passes);
-    let radix = 1usize << width;
-    let mask = radix - 1;
-
-    // All histograms in one read (`u32` counts: `sort_slice` checks `n` fits).
-    scratch.counts.clear();
-    scratch.counts.resize(passes as usize * radix, 0);
-    let counts = &mut scratch.counts;
-    for &k in keys.iter() {
-        for p in 0..passes {
-            counts[p as usize * radix + (k.field(lo + p * width) as usize & mask)] += 1;
-        }
-    }
-    if scratch.keys.len() < n {
-        scratch.keys.resize(n, K::default());
-    }
-    let other = &mut scratch.keys[..n];
-    // Data moves `keys -> other -> keys ...`; `in_other` says where it is now.
-    let mut in_other = false;
-    for p in 0..passes {
-        let counts = &mut counts[p as usize * radix..(p as usize + 1) * radix];
-        // A digit every key shares orders nothing: skip the pass.
-        if counts.contains(&(n as u32)) {
-            continue;
-        }
-        let mut sum = 0;
-        for c in counts.iter_mut() {
-            sum += std::mem::replace(c, sum);
-        }
-        let shift = lo + p * width;
-        let (src, dst): (&[K], &mut [K]) =
-            if in_other { (&*other, &mut *keys) } else { (&*keys, &mut *other) };
-        for &k in src {
-            let d = k.field(shift) as usize & mask;
-            dst[counts[d] as usize] = k;
-            counts[d] += 1;
-        }
-        in_other = !in_other;
-    }
-    if in_other {
-        keys.copy_from_slice(other);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bucket::CACHE_KEYS;
 
     fn rand(state: &mut u64) -> u64 {
         *state ^= *state << 13;
@@ -466,31 +414,28 @@ mod tests {
     fn payload_slots_follow_their_keys() {
         let mut state = 99u64;
         let n = 200_000usize;
-        let coords: Vec<u64> = (0..n).map(|_| rand(&mut state) % (1 << 25)).collect();
+        // Few distinct coordinates in one part (long runs of equal keys), many in the other.
+        let coords: Vec<u64> =
+            (0..n).map(|i| rand(&mut state) % if i % 3 == 0 { 1 << 25 } else { 1 << 10 }).collect();
         let data: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
         for parallel in [false, true] {
-            let keys: Vec<u64> = coords.iter().map(|&c| c << 18).collect();
             let sorted = sort_from(
-                &Slice(&keys),
+                &Slice(&coords),
                 Some(Payload { data: &data, width: 4 }),
-                18,
-                43,
+                0,
+                25,
                 parallel,
                 |start, bucket| (start, bucket.len()),
             )
             .unwrap();
             // Each key's slot holds its entry, and entries of equal coordinates stay in input order.
-            let entries: Vec<usize> = sorted
-                .keys
-                .iter()
-                .map(|&k| {
-                    let i = (k & ((1 << 18) - 1)) as usize;
-                    u32::from_le_bytes(sorted.slots[4 * i..4 * i + 4].try_into().unwrap()) as usize
-                })
+            let entries: Vec<usize> = (0..n)
+                .map(|i| u32::from_le_bytes(sorted.slots[4 * i..4 * i + 4].try_into().unwrap()) as usize)
                 .collect();
             let mut expected: Vec<usize> = (0..n).collect();
             expected.sort_by_key(|&i| coords[i]);
             assert_eq!(entries, expected, "parallel={parallel}");
+            assert!(sorted.keys.iter().zip(&entries).all(|(&k, &e)| k == coords[e]));
             let visited: Vec<(usize, usize)> =
                 sorted.starts.windows(2).map(|w| (w[0], w[1] - w[0])).collect();
             assert_eq!(sorted.visits, visited);

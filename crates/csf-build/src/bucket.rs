@@ -1,0 +1,380 @@
+//! Sorting one bucket of the top-digit scatter (`sort.rs`), in cache.
+//!
+//! Keys alone ([`sort_slice`]: keys whose low bits hold the input position,
+//! and the distinct-projection counts of `order.rs`) sort by LSD passes, or
+//! by another MSD pass first when the bucket is too big for the cache.
+//!
+//! Keys with value slots ([`sort_with`]: the builder's keys that have no room
+//! for a position, see `key.rs`) sort stably on their coordinate bits and
+//! leave each key's slot beside it, so that the level writer reads the values
+//! in order. A bucket of `n` keys is sorted as `u64` words holding the key's
+//! bits below the top digit above a `log2(n)`-bit index into the bucket:
+//! LSD passes over the words' top bits, as many as tell most of the bucket's
+//! keys apart, then each run of words still equal there sorted on the rest;
+//! then the keys and slots are written in that order. The index makes the
+//! words unique, so any correct sort of them is stable on the keys; and it is
+//! only as wide as the bucket needs (16 bits for a bucket that fits the
+//! cache), where an input position took `log2(nnz)` bits of every key. So a
+//! key of up to 57 coordinate bits (48 below a 9-bit top digit) sorts in
+//! `u64` words even when its coordinates and input position together would
+//! have needed `u128` (the "wide keys" of issue 13: 81 bits for 10M entries
+//! over 500 x 5000 x 50000 x 500000). Buckets too big for the cache, or whose
+//! bits do not fit a word beside the index, take an MSD pass first, into the
+//! scratch, and their parts are sorted from there back into place.
+
+use crate::key::{bit_length_below, Key};
+use crate::sort::copy_slot;
+
+/// The digit of a second MSD pass.
+const DIGIT_BITS: u32 = 11;
+/// The widest LSD digit: two passes of up to 12 bits beat three of 8 on
+/// buckets of ~10k keys.
+const LSD_BITS: u32 = 12;
+/// Buckets up to this size take a comparison sort.
+pub(crate) const SMALL: usize = 64;
+/// Buckets up to this many keys are sorted by LSD passes; bigger ones by
+/// another MSD pass first (the LSD passes then run in cache).
+pub(crate) const CACHE_KEYS: usize = 1 << 16;
+
+/// Reusable buffers of one thread.
+pub(crate) struct Scratch<K> {
+    /// Where an MSD pass puts a big bucket (its keys and slots), before its
+    /// parts are sorted back into place.
+    keys: Vec<K>,
+    slots: Vec<u8>,
+    work: Work<K>,
+}
+
+/// The buffers of a bucket that fits the cache.
+struct Work<K> {
+    /// A copy of the slots of a bucket sorted in place, read by the gather.
+    slots: Vec<u8>,
+    /// [`order`]'s words (sorted in the first), and its histograms.
+    words: [Vec<u64>; 2],
+    counts: Vec<u32>,
+    /// Small buckets: (key, index) pairs.
+    pairs: Vec<(K, u32)>,
+}
+
+impl<K> Default for Scratch<K> {
+    fn default() -> Self {
+        let work = Work {
+            slots: Vec::new(),
+            words: [Vec::new(), Vec::new()],
+            counts: Vec::new(),
+            pairs: Vec::new(),
+        };
+        Self { keys: Vec::new(), slots: Vec::new(), work }
+    }
+}
+
+/// Sorts `keys` stably by bits `lo..hi`, in place. Equal bits `lo..hi` keep
+/// their order only where the bits below `lo` do (as input positions there do).
+pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
+    let n = keys.len();
+    if n < 2 || hi <= lo {
+        return;
+    }
+    if n <= SMALL {
+        keys.sort_unstable();
+        return;
+    }
+    // Already sorted (as real data often is): a scan that fails fast otherwise.
+    if keys.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    if n <= CACHE_KEYS || (hi - lo <= LSD_BITS && u32::try_from(n).is_ok()) {
+        lsd(keys, lo, hi, &mut scratch.keys, &mut scratch.work.counts);
+        return;
+    }
+    // Too big for the cache: split by the top digit, then sort each part.
+    let shift = hi - (hi - lo).min(DIGIT_BITS);
+    scratch.keys.clear();
+    scratch.keys.extend_from_slice(keys);
+    let starts = msd_pass::<K, 0>((&scratch.keys, &[]), (keys, &mut []), 0, shift, hi);
+    for d in 0..starts.len() - 1 {
+        sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
+    }
+}
+
+/// Sorts `keys` stably by their bits `0..hi` (the bits above `hi` must be
+/// the same in every key) and moves each key's `width`-byte slot in `slots`
+/// along with it. `W` is the width when constant (0: `width`).
+pub(crate) fn sort_with<K: Key, const W: usize>(
+    keys: &mut [K],
+    slots: &mut [u8],
+    width: usize,
+    hi: u32,
+    scratch: &mut Scratch<K>,
+) {
+    if in_order(keys, hi) {
+        return;
+    }
+    let Scratch { keys: part_keys, slots: part_slots, work } = scratch;
+    if let Some(order) = order(keys, hi, work) {
+        // The keys are in `work` now; the slots need a copy to gather from.
+        work.slots.clear();
+        work.slots.extend_from_slice(slots);
+        write::<K, W>(order, work, &work.slots, (keys, slots), width);
+        return;
+    }
+    // Too big for the cache: an MSD pass into the scratch, then each part
+    // sorted from there back into place.
+    let shift = hi - hi.min(DIGIT_BITS);
+    part_keys.resize(keys.len(), K::default());
+    part_slots.resize(slots.len(), 0);
+    let starts = msd_pass::<K, W>((keys, slots), (part_keys, part_slots), width, shift, hi);
+    for d in 0..starts.len() - 1 {
+        let (a, b) = (starts[d], starts[d + 1]);
+        let src = (&part_keys[a..b], &part_slots[a * width..b * width]);
+        let dst = (&mut keys[a..b], &mut slots[a * width..b * width]);
+        if in_order(src.0, shift) {
+            dst.0.copy_from_slice(src.0);
+            dst.1.copy_from_slice(src.1);
+        } else if let Some(order) = order(src.0, shift, work) {
+            write::<K, W>(order, work, src.1, dst, width);
+        } else {
+            // Still too big (a heavy coordinate, or more bits than a word holds beside
+            // the index, as `u128` keys have): in place, with buffers of its own.
+            dst.0.copy_from_slice(src.0);
+            dst.1.copy_from_slice(src.1);
+            sort_with::<K, W>(dst.0, dst.1, width, shift, &mut Scratch::default());
+        }
+    }
+}
+
+/// Whether `keys` (equal from bit `hi` up) are already in stable order by
+/// bits `0..hi`: sorted keys, equal ones included, are.
+fn in_order<K: Key>(keys: &[K], hi: u32) -> bool {
+    keys.len() < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1])
+}
+
+/// Keys and their slots to read.
+type Src<'a, K> = (&'a [K], &'a [u8]);
+/// Keys and their slots to write (as long as the source).
+type Dst<'a, K> = (&'a mut [K], &'a mut [u8]);
+
+/// How [`order`] left a bucket's order in [`Work`].
+enum Order<K> {
+    /// In `pairs`: (key, index).
+    Pairs,
+    /// In `words[0]`: the key's bits `0..hi` above an `index_bits`-bit index;
+    /// the bits from `hi` up are `high`'s.
+    Words { high: K, hi: u32, index_bits: u32 },
+}
+
+/// Puts the keys of a bucket that fits the cache in stable order by bits
+/// `0..hi`, in `work`, or returns `None` for a bucket too big for that (or
+/// whose bits leave no room for an index in a `u64` word).
+///
+/// A small bucket takes a comparison sort of (key, index) pairs: unique, so
+/// that an unstable sort is stable on the keys. Others are sorted as words
+/// of the key's bits over the index: LSD passes over only the top bits,
+/// about 8 more than the bucket's size needs to tell most keys apart (a key
+/// of 48 bits below the top digit would take four passes), then each run of
+/// words equal in those bits sorted on the rest.
+fn order<K: Key>(keys: &[K], hi: u32, work: &mut Work<K>) -> Option<Order<K>> {
+    let n = keys.len();
+    if n <= SMALL {
+        work.pairs.clear();
+        work.pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+        work.pairs.sort_unstable();
+        return Some(Order::Pairs);
+    }
+    let index_bits = bit_length_below(n as u64);
+    if n > CACHE_KEYS || hi + index_bits > 64 {
+        return None;
+    }
+    let mask = u64::MAX >> (64 - hi); // 1 <= hi <= 63
+    let [sorted, other] = &mut work.words;
+    sorted.clear();
+    sorted.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64));
+    let first = hi.min((index_bits + 8).div_ceil(LSD_BITS) * LSD_BITS);
+    let low = index_bits + hi - first;
+    lsd(sorted, low, index_bits + hi, other, &mut work.counts);
+    if low > index_bits {
+        sort_runs(sorted, index_bits, low, other, &mut work.counts);
+    }
+    Some(Order::Words { high: keys[0].with_low(hi, 0), hi, index_bits })
+}
+
+/// Writes the keys in `order` to `dst`, each with its slot from `slots`.
+fn write<K: Key, const W: usize>(
+    order: Order<K>,
+    work: &Work<K>,
+    slots: &[u8],
+    dst: Dst<'_, K>,
+    width: usize,
+) {
+    let (keys, out) = dst;
+    let mut put = |at: usize, key: K, i: usize| {
+        keys[at] = key;
+        copy_slot::<W>(&mut out[at * width..(at + 1) * width], &slots[i * width..(i + 1) * width]);
+    };
+    match order {
+        Order::Pairs => work.pairs.iter().enumerate().for_each(|(at, &(key, i))| put(at, key, i as usize)),
+        Order::Words { high, hi, index_bits } => {
+            let index_mask = (1u64 << index_bits) - 1;
+            for (at, &word) in work.words[0].iter().enumerate() {
+                put(at, high.with_low(hi, word >> index_bits), (word & index_mask) as usize);
+            }
+        }
+    }
+}
+
+/// Sorts each run of `words` that agree from bit `low` up on bits
+/// `index_bits..low`, stably (the index bits below keep a run in input order).
+fn sort_runs(words: &mut [u64], index_bits: u32, low: u32, other: &mut Vec<u64>, counts: &mut Vec<u32>) {
+    let n = words.len();
+    let mut start = 0;
+    while start + 1 < n {
+        // Most runs are a single word: step over them with one comparison.
+        if (words[start] ^ words[start + 1]) >> low != 0 {
+            start += 1;
+            continue;
+        }
+        let top = words[start] >> low;
+        let end = start + 2 + words[start + 2..].iter().take_while(|&&w| w >> low == top).count();
+        let run = &mut words[start..end];
+        if run.len() > SMALL {
+            lsd(run, index_bits, low, other, counts);
+        } else {
+            // Unique words: an unstable sort is stable on the key bits.
+            run.sort_unstable();
+        }
+        start = end;
+    }
+}
+
+/// One stable MSD pass over bits `shift..hi` from `src` into `dst` (the
+/// slots too when `width > 0`); returns where each digit's keys start (and,
+/// last, the number of keys).
+fn msd_pass<K: Key, const W: usize>(
+    src: Src<'_, K>,
+    dst: Dst<'_, K>,
+    width: usize,
+    shift: u32,
+    hi: u32,
+) -> Vec<usize> {
+    let radix = 1usize << (hi - shift);
+    let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
+    let mut starts = vec![0usize; radix + 1];
+    for &k in src.0 {
+        starts[digit(k) + 1] += 1;
+    }
+    for d in 0..radix {
+        starts[d + 1] += starts[d];
+    }
+    let mut next = starts.clone();
+    for (i, &k) in src.0.iter().enumerate() {
+        let at = next[digit(k)];
+        next[digit(k)] += 1;
+        dst.0[at] = k;
+        if width > 0 {
+            copy_slot::<W>(&mut dst.1[at * width..(at + 1) * width], &src.1[i * width..(i + 1) * width]);
+        }
+    }
+    starts
+}
+
+/// The number of LSD passes over `bits` bits of `n` keys, and their digit
+/// width, that cost least: a pass costs about a read and a write per key
+/// plus its histogram's size.
+fn lsd_passes(bits: u32, n: usize) -> (u32, u32) {
+    let passes = (bits.div_ceil(LSD_BITS)..=bits)
+        .min_by_key(|&p| p as usize * ((1usize << bits.div_ceil(p)) + 2 * n))
+        .unwrap_or(1);
+    (passes, bits.div_ceil(passes))
+}
+
+/// LSD passes over bits `lo..hi` (see [`lsd_passes`]). `other` and `counts`
+/// are scratch; `keys.len()` must fit `u32`.
+fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mut Vec<u32>) {
+    let n = keys.len();
+    let (passes, width) = lsd_passes(hi - lo, n);
+    let radix = 1usize << width;
+    let mask = radix - 1;
+
+    // All histograms in one read.
+    counts.clear();
+    counts.resize(passes as usize * radix, 0);
+    for &k in keys.iter() {
+        for p in 0..passes {
+            counts[p as usize * radix + (k.field(lo + p * width) as usize & mask)] += 1;
+        }
+    }
+    if other.len() < n {
+        other.resize(n, K::default());
+    }
+    let other = &mut other[..n];
+    // Data moves `keys -> other -> keys ...`; `in_other` says where it is now.
+    let mut in_other = false;
+    for p in 0..passes {
+        let counts = &mut counts[p as usize * radix..(p as usize + 1) * radix];
+        // A digit every key shares orders nothing: skip the pass.
+        if counts.contains(&(n as u32)) {
+            continue;
+        }
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            sum += std::mem::replace(c, sum);
+        }
+        let shift = lo + p * width;
+        let (src, dst): (&[K], &mut [K]) =
+            if in_other { (&*other, &mut *keys) } else { (&*keys, &mut *other) };
+        for &k in src {
+            let d = k.field(shift) as usize & mask;
+            dst[counts[d] as usize] = k;
+            counts[d] += 1;
+        }
+        in_other = !in_other;
+    }
+    if in_other {
+        keys.copy_from_slice(other);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rand(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// `sort_with` against a stable sort of (key, slot) pairs by key, on
+    /// every path: small buckets, words (with and without runs to fix), the
+    /// MSD pass for big buckets and for bits that leave no room for an index.
+    fn check<K: Key>(n: usize, hi: u32, distinct: u64, make: impl Fn(u64) -> K) {
+        let mut state = 0x9e37_79b9 ^ n as u64 ^ u64::from(hi);
+        let keys: Vec<K> = (0..n).map(|_| make(rand(&mut state) % distinct)).collect();
+        let slots: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
+        let mut expected: Vec<(K, u32)> = keys.iter().copied().zip(0..).collect();
+        expected.sort_by_key(|&(k, _)| k); // stable
+        let (mut got, mut got_slots) = (keys, slots);
+        sort_with::<K, 4>(&mut got, &mut got_slots, 4, hi, &mut Scratch::default());
+        let got: Vec<(K, u32)> = got
+            .into_iter()
+            .zip(got_slots.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        assert!(got == expected, "n={n} hi={hi} distinct={distinct}");
+    }
+
+    #[test]
+    fn sort_with_is_a_stable_sort_of_keys_and_slots() {
+        let bits = |b: u32| move |v: u64| v & (u64::MAX >> (64 - b));
+        for (n, hi) in [(50, 40), (5000, 20), (20_000, 48), (20_000, 57), (CACHE_KEYS + 5000, 48), (3000, 62)]
+        {
+            // Random keys (few runs), and few distinct keys (long runs, many duplicates).
+            check::<u64>(n, hi, u64::MAX, bits(hi));
+            check::<u64>(n, hi, 300, |v| v.wrapping_mul(0x9e37_79b9_7f4a_7c15) & (u64::MAX >> (64 - hi)));
+        }
+        // u128 keys with the bits above `hi` shared, as in a top bucket.
+        let wide = |v: u64| (7u128 << 120) | u128::from(v) << 50 | u128::from(v.rotate_left(17) & 0xffff);
+        check::<u128>(20_000, 120, u64::MAX, wide);
+        check::<u128>(20_000, 120, 500, wide);
+    }
+}
