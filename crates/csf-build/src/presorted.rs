@@ -105,6 +105,13 @@ impl Tally {
         Self { counts: vec![0; rank], first_duplicate: None }
     }
 
+    /// Takes back an entry that joined with split level `split`.
+    fn remove(&mut self, split: Option<usize>) {
+        if let Some(split) = split {
+            self.counts[split..].iter_mut().for_each(|c| *c -= 1);
+        }
+    }
+
     /// Adds entry `entry`, which follows `prev` in storage order and leaves
     /// its path at level `split` (`None`: the same tuple).
     #[inline(always)]
@@ -174,15 +181,20 @@ impl<T: Tuples> Walk<'_, T> {
 
     fn build(&self) -> Result<Option<Output>, BuildError> {
         let Ok((run, strays)) = self.scan() else { return Ok(None) };
-        // Without strays the run is the storage order and its tally the
-        // tree's; with strays the merged order is counted again.
-        let tally = if strays.sorted.is_empty() { run } else { self.count(&strays) };
-        if self.input.options.duplicates == Duplicates::Error {
-            if let Some((first, second)) = tally.first_duplicate {
+        if strays.sorted.is_empty() {
+            // The run is the storage order, and its tally the tree's.
+            if let (Some((first, second)), Duplicates::Error) =
+                (run.first_duplicate, self.input.options.duplicates)
+            {
                 return Err(self.duplicate(first, second));
             }
+            return self.write(&run.counts, &strays).map(Some);
         }
-        Ok(Some(self.write(&tally.counts, &strays)))
+        // Each stray adds at most one node to a level: the run's counts plus
+        // the strays bound the merged tree's, the arrays are written at those
+        // sizes and cut to what was written (a few words over, at most).
+        let bounds: Vec<usize> = run.counts.iter().map(|&n| n + strays.sorted.len()).collect();
+        self.write(&bounds, &strays).map(Some)
     }
 
     /// The run's tally and the strays sorted in storage order (a stray's
@@ -198,8 +210,10 @@ impl<T: Tuples> Walk<'_, T> {
         let limit = len / MAX_STRAYS;
         let mut strays = Strays { bits: Vec::new(), sorted: Vec::new() };
         let mut tally = Tally::new(self.rank);
-        // The run's last entry, and the one before it.
+        // The run's last entry, and the one before it; the split level with
+        // which the last one joined the run.
         let (mut last, mut before): (Option<usize>, Option<usize>) = (None, None);
+        let mut last_split = None;
         for entry in 0..len {
             let (order, split, inside) = self.step(last, entry);
             // Every coordinate is checked, a dropped entry's too.
@@ -210,15 +224,20 @@ impl<T: Tuples> Walk<'_, T> {
                 continue;
             }
             if order != Ordering::Less {
-                if strays.sorted.is_empty() {
-                    tally.add(last, split, entry);
-                }
-                (before, last) = (last, Some(entry));
+                tally.add(last, split, entry);
+                (before, last, last_split) = (last, Some(entry), split);
                 continue;
             }
             let gives_way = before.map_or(true, |b| self.compare(b, entry).0 != Ordering::Less);
             let stray = match (gives_way, last) {
-                (true, Some(l)) => last.replace(entry).unwrap_or(l),
+                (true, Some(l)) => {
+                    // The run's last entry leaves it; `entry` follows `before` instead.
+                    tally.remove(last_split);
+                    let split = self.split(before, entry);
+                    tally.add(before, split, entry);
+                    last_split = split;
+                    last.replace(entry).unwrap_or(l)
+                }
                 _ => entry,
             };
             strays.push(stray, len);
@@ -239,17 +258,6 @@ impl<T: Tuples> Walk<'_, T> {
         Merged { walk: self, strays, next: 0, stray: 0, pending: None }
     }
 
-    /// The tally of the merged order.
-    fn count(&self, strays: &Strays) -> Tally {
-        let mut tally = Tally::new(self.rank);
-        let mut prev = None;
-        for entry in self.merged(strays) {
-            tally.add(prev, self.split(prev, entry), entry);
-            prev = Some(entry);
-        }
-        tally
-    }
-
     fn duplicate(&self, first: usize, second: usize) -> BuildError {
         let source = self.input.source;
         BuildError::Duplicate {
@@ -259,22 +267,15 @@ impl<T: Tuples> Walk<'_, T> {
         }
     }
 
-    /// Writes every level and the values into arrays of their final sizes.
-    fn write(&self, counts: &[usize], strays: &Strays) -> Output {
+    /// Writes every level and the values into arrays of `sizes[L]` nodes
+    /// (the exact counts, or bounds of them), cut to what was written.
+    fn write(&self, sizes: &[usize], strays: &Strays) -> Result<Output, BuildError> {
         let rank = self.rank;
         let width = self.input.slots.width;
-        let mut crds: Vec<Vec<u64>> = counts.iter().map(|&n| vec![0; n]).collect();
-        let mut poss: Vec<Vec<u64>> = (0..rank)
-            .map(|level| match level {
-                0 => vec![0, counts[0] as u64],
-                _ => {
-                    let mut pos = vec![0; counts[level - 1] + 1];
-                    pos[counts[level - 1]] = counts[level] as u64;
-                    pos
-                }
-            })
-            .collect();
-        let mut values = vec![0u8; counts[rank - 1] * width];
+        let mut crds: Vec<Vec<u64>> = sizes.iter().map(|&n| vec![0; n]).collect();
+        let mut poss: Vec<Vec<u64>> =
+            (0..rank).map(|level| vec![0; if level == 0 { 2 } else { sizes[level - 1] + 1 }]).collect();
+        let mut values = vec![0u8; sizes[rank - 1] * width];
         let mut out = Arrays {
             crd: std::array::from_fn(|_| Default::default()),
             pos: std::array::from_fn(|_| Default::default()),
@@ -284,20 +285,33 @@ impl<T: Tuples> Walk<'_, T> {
         out.pos.iter_mut().zip(&mut poss).for_each(|(p, v)| *p = v);
         // The value copy specialised by width: a `memcpy` call per value
         // would cost more than the rest of the loop.
-        match width {
+        let opened = match width {
             1 => self.fill::<1>(&mut out, strays),
             2 => self.fill::<2>(&mut out, strays),
             4 => self.fill::<4>(&mut out, strays),
             8 => self.fill::<8>(&mut out, strays),
             _ => self.fill::<0>(&mut out, strays),
+        }?;
+        // Close each level's pointers: the last node of level L - 1 ends at n_L.
+        for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
+            let parents = if level == 0 { 1 } else { opened[level - 1] };
+            cut(pos, parents + 1);
+            cut(crd, opened[level]);
+            pos[parents] = opened[level] as u64;
         }
-        (poss.into_iter().zip(crds).collect(), values)
+        cut(&mut values, opened[rank - 1] * width);
+        Ok((poss.into_iter().zip(crds).collect(), values))
     }
 
     /// The walk that writes: every entry opens a node at each level from its
     /// split level down; a duplicate meets the last leaf's value under its
-    /// policy. `W` is the value width (0: the slots' own).
-    fn fill<const W: usize>(&self, out: &mut Arrays<'_>, strays: &Strays) {
+    /// policy. Returns the nodes written per level. `W` is the value width
+    /// (0: the slots' own).
+    fn fill<const W: usize>(
+        &self,
+        out: &mut Arrays<'_>,
+        strays: &Strays,
+    ) -> Result<[usize; MAX_RANK], BuildError> {
         let leaf = self.rank - 1;
         let slots = self.input.slots;
         let width = if W == 0 { slots.width } else { W };
@@ -308,7 +322,6 @@ impl<T: Tuples> Walk<'_, T> {
         for entry in self.merged(strays) {
             let slot = slots.slot(entry);
             let split = self.split(prev, entry);
-            prev = Some(entry);
             let Some(split) = split else {
                 let last = opened[leaf] - 1;
                 let into = &mut out.values[last * width..(last + 1) * width];
@@ -318,10 +331,14 @@ impl<T: Tuples> Walk<'_, T> {
                         let _ = slots.add_slot(into, slot);
                     }
                     Duplicates::Last => copy_slot::<W>(into, slot),
-                    Duplicates::First | Duplicates::Error => {}
+                    Duplicates::First => {}
+                    // The first duplicate in storage order, its two first entries in input order.
+                    Duplicates::Error => return Err(self.duplicate(prev.unwrap_or(entry), entry)),
                 }
+                prev = Some(entry);
                 continue;
             };
+            prev = Some(entry);
             for level in split..self.rank {
                 if level > split {
                     // The node just opened at level - 1 starts its children here.
@@ -333,6 +350,15 @@ impl<T: Tuples> Walk<'_, T> {
             let at = opened[leaf] - 1;
             copy_slot::<W>(&mut out.values[at * width..(at + 1) * width], slot);
         }
+        Ok(opened)
+    }
+}
+
+/// `v` cut to `len` elements, its spare memory returned when there is any.
+fn cut<T>(v: &mut Vec<T>, len: usize) {
+    if len < v.len() {
+        v.truncate(len);
+        v.shrink_to_fit();
     }
 }
 
