@@ -3,6 +3,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod build;
+mod distinct;
 mod key;
 mod order;
 mod quantize;
