@@ -5,16 +5,48 @@
 //! that a neighbour's load falls on both alike, and each is timed by wall
 //! clock and by process CPU time (all threads). Reported per tensor: the best
 //! of each, the ratio Auto / identity of the best times, and the range of the
-//! per-round ratios. The load average is printed at the start and the end.
+//! per-round ratios, and the peak heap memory of each build above what was
+//! live before it (a counting global allocator, as in `benches/build.rs`).
+//! The load average is printed at the start and the end.
 //!
 //! Environment: `AUTO_COST_ROUNDS` (default 5), `AUTO_COST_THREADS=1` for
 //! `parallel: false` (default: `parallel: true` on rayon's global pool),
 //! `AUTO_COST_NNZ` (comma-separated, default `1M,10M`).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use csf_build::{build, Coo, Duplicates, Indices, ModeOrder, Options};
 use csf_testdata::{read_tns, shared_data, synthetic, Distribution};
+
+/// Counts live heap bytes and their maximum.
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged; the counters do not affect the memory handed out.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            PEAK.fetch_max(CURRENT.fetch_add(layout.size(), Relaxed) + layout.size(), Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc` is passed on as is.
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 fn cpu_time() -> Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -56,27 +88,33 @@ fn ms(t: Duration) -> String {
 struct Best {
     wall: Duration,
     cpu: Duration,
+    peak: usize,
 }
 
-fn timed(f: impl FnOnce() -> csf_build::Built) -> (csf_build::Built, Duration, Duration) {
+/// The build, its wall and CPU time, and its peak heap bytes above what was live before.
+fn timed(f: impl FnOnce() -> csf_build::Built) -> (csf_build::Built, Duration, Duration, usize) {
+    let base = CURRENT.load(Relaxed);
+    PEAK.store(base, Relaxed);
     let (c0, t0) = (cpu_time(), Instant::now());
     let out = f();
-    (out, t0.elapsed(), cpu_time().saturating_sub(c0))
+    (out, t0.elapsed(), cpu_time().saturating_sub(c0), PEAK.load(Relaxed) - base)
 }
 
 fn run(name: &str, coo: &csf_testdata::Coo, rounds: usize, parallel: bool) {
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options =
         |mode_order| Options { mode_order, duplicates: Duplicates::Last, parallel, ..Options::default() };
-    let mut identity = Best { wall: Duration::MAX, cpu: Duration::MAX };
-    let mut auto = Best { wall: Duration::MAX, cpu: Duration::MAX };
+    let mut identity = Best { wall: Duration::MAX, cpu: Duration::MAX, peak: 0 };
+    let mut auto = Best { wall: Duration::MAX, cpu: Duration::MAX, peak: 0 };
     let (mut lo, mut hi) = (f64::MAX, 0f64);
     let mut choice = None;
     // One warm-up round, not counted.
     for round in 0..=rounds {
-        let (built, iw, ic) = timed(|| build(&input, &options(ModeOrder::Identity)).expect("identity"));
+        let (built, iw, ic, ip) = timed(|| build(&input, &options(ModeOrder::Identity)).expect("identity"));
         drop(built);
-        let (built, aw, ac) = timed(|| build(&input, &options(ModeOrder::Auto)).expect("auto"));
+        let (built, aw, ac, ap) = timed(|| build(&input, &options(ModeOrder::Auto)).expect("auto"));
+        identity.peak = identity.peak.max(ip);
+        auto.peak = auto.peak.max(ap);
         choice = built.auto;
         if round == 0 {
             continue;
@@ -91,7 +129,7 @@ fn run(name: &str, coo: &csf_testdata::Coo, rounds: usize, parallel: bool) {
     }
     let choice = choice.expect("Auto reports its choice");
     println!(
-        "| {name} | {} | {} ({}) | {} ({}) | {:.2} ({:.2}) | {lo:.2}-{hi:.2} | {:?} | {} |",
+        "| {name} | {} | {} ({}) | {} ({}) | {:.2} ({:.2}) | {lo:.2}-{hi:.2} | {:.1} / {:.1} | {:?} | {} |",
         coo.len(),
         ms(identity.wall),
         ms(identity.cpu),
@@ -99,6 +137,8 @@ fn run(name: &str, coo: &csf_testdata::Coo, rounds: usize, parallel: bool) {
         ms(auto.cpu),
         auto.wall.as_secs_f64() / identity.wall.as_secs_f64(),
         auto.cpu.as_secs_f64() / identity.cpu.as_secs_f64(),
+        identity.peak as f64 / (1 << 20) as f64,
+        auto.peak as f64 / (1 << 20) as f64,
         choice.mode_order,
         choice.index_bytes,
     );
@@ -121,9 +161,9 @@ fn main() {
     );
     println!(
         "| tensor | nnz | identity ms (CPU) | Auto ms (CPU) | Auto / identity, wall (CPU) | per-round wall \
-         ratios | Auto order | index bytes |"
+         ratios | peak MiB identity / Auto | Auto order | index bytes |"
     );
-    println!("|---|---:|---:|---:|---:|---|---|---:|");
+    println!("|---|---:|---:|---:|---:|---|---:|---|---:|");
     let uniform = Distribution::Uniform;
     let skewed = Distribution::PowerLaw { skew: 3.0 };
     let cases: [(&str, &[u64], Distribution); 9] = [

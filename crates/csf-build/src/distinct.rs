@@ -15,9 +15,11 @@
 //!   scatter serves every set that contains `a`, where a sort per set (as
 //!   `Auto` did before) pays the scatter once per set.
 //!
-//! Memory: bitmaps in flight are kept within 16 bytes per entry (what one
-//! sort of `u64` keys and its scratch took before), a pass holds one key per
-//! entry plus per-thread tables of a few hundred KiB.
+//! Memory, all freed before the build proper: bitmaps in flight stay within
+//! 16 bytes per entry; a pass holds one key per entry (8 or 16 bytes) plus,
+//! per thread, a table of at most 1 MiB and, for a bucket too big for one
+//! table, a copy of its keys. That is at most two key arrays, what the sort
+//! per set that `Auto` ran before held.
 
 use std::collections::HashMap;
 use std::ops::{BitAnd, BitOr, Range};
@@ -50,8 +52,9 @@ const SCAN_BITS: u64 = 1 << 23;
 const SCAN_BLOCK: usize = 2048;
 /// Bitmap bits allowed per entry, over all bitmaps in flight (16 bytes).
 const BITS_PER_ENTRY: u64 = 128;
-/// Bitmap bits always allowed, however few the entries (8 KiB).
-const MIN_BITS: u64 = 1 << 16;
+/// Bitmap bits always allowed, however few the entries (512 bytes: zeroing
+/// and counting a bigger bitmap would cost more than hashing a few entries).
+const MIN_BITS: u64 = 1 << 12;
 /// The most buckets of a partition pass: 512 write streams stay within the
 /// TLB's reach (sort.rs measured the same for its scatter).
 const BUCKET_BITS: u32 = 9;
@@ -470,14 +473,13 @@ impl Plan {
 /// One thread's hash table and split buffer, reused from bucket to bucket.
 struct Scratch<K> {
     table: Vec<K>,
-    mixed: Vec<K>,
     split: Vec<K>,
     starts: Vec<usize>,
 }
 
 impl<K> Default for Scratch<K> {
     fn default() -> Self {
-        Self { table: Vec::new(), mixed: Vec::new(), split: Vec::new(), starts: Vec::new() }
+        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new() }
     }
 }
 
@@ -490,17 +492,13 @@ impl<K: PackedKey> Scratch<K> {
         }
         let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
         let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
-        let (mut mixed, mut split, mut starts) = (
-            std::mem::take(&mut self.mixed),
-            std::mem::take(&mut self.split),
-            std::mem::take(&mut self.starts),
-        );
-        mixed.clear();
-        mixed.extend(keys.iter().map(|&k| (k & mask).premix()));
+        let (mut split, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
         starts.clear();
         starts.resize((1 << part_bits) + 1, 0);
-        for &v in &mixed {
-            starts[part(v) + 1] += 1;
+        // `premix` twice rather than a third array of keys: memory stays at
+        // the keys and one copy, however big the bucket.
+        for &k in keys {
+            starts[part((k & mask).premix()) + 1] += 1;
         }
         for p in 0..1 << part_bits {
             starts[p + 1] += starts[p];
@@ -508,7 +506,8 @@ impl<K: PackedKey> Scratch<K> {
         split.clear();
         split.resize(keys.len(), K::default());
         // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
-        for &v in &mixed {
+        for &k in keys {
+            let v = (k & mask).premix();
             let p = part(v);
             split[starts[p]] = v;
             starts[p] += 1;
@@ -519,7 +518,7 @@ impl<K: PackedKey> Scratch<K> {
             total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
             from = to;
         }
-        (self.mixed, self.split, self.starts) = (mixed, split, starts);
+        (self.split, self.starts) = (split, starts);
         total
     }
 
