@@ -14,11 +14,13 @@
 //! orders tie; every order of a dense or an empty tensor stores the same
 //! bytes). For ranks 6 to 8 it is never larger than the best of three
 //! heuristics measured exactly (identity, SPLATT's shortest-extent-first,
-//! fewest-distinct-coordinates-first), and exact whenever the bounded search
-//! below closes; above rank 8 it is that best heuristic.
+//! fewest-distinct-coordinates-first), exact whenever the bounded search
+//! below closes, and on ties the heuristics' pick (so that it changes only
+//! to a smaller order); above rank 8 it is that best heuristic.
 //!
 //! **How, cheaply.** Counting every `D(S)` by a sort each (what this module
-//! did before) cost 3.5 to 9 identity builds. Now each set is counted by the
+//! did before) made an `Auto` build cost 2.3 to 13 identity builds
+//! (`docs/benchmarks.md`, "Auto at the cost of a build"). Now each set is counted by the
 //! cheapest exact method (`distinct.rs`: a bitmap scan for a set of few
 //! cells, one partition pass for all the sets that share a dimension), and
 //! only the sets that matter, in rounds. After each round every order gets a
@@ -44,7 +46,9 @@ pub struct AutoChoice {
     /// Bytes of `pos`/`crd` the chosen order stores.
     pub index_bytes: u64,
     /// `(order, pos/crd bytes)` of the reference orders: identity and
-    /// shortest-extent-first (SPLATT's heuristic), each listed once.
+    /// shortest-extent-first (SPLATT's heuristic), each listed once. Exact
+    /// unless `drop_zeros` dropped entries: they differ from `index_bytes` by
+    /// what the orders' upper levels differ on all input entries.
     pub compared: Vec<(Vec<u32>, u64)>,
 }
 
