@@ -149,35 +149,43 @@ fn most_shared(sets: &[Dims]) -> Option<usize> {
     (0..64).filter(|&d| in_sets(d) > 0).max_by_key(|&d| (in_sets(d), std::cmp::Reverse(d)))
 }
 
-/// Every order of `0..rank`, lexicographic, and the search over them.
-struct Search {
+/// The search over every order of `0..rank`, enumerated afresh each round
+/// (8! orders are cheap to walk, and memory stays flat).
+struct Search<'p> {
     rank: usize,
-    /// `orders[i * rank..][..rank]`: the `i`-th order in lexicographic order.
-    orders: Vec<u32>,
-    /// `prefixes[i * (rank - 1)..][..rank - 1]`: its prefix sets.
-    prefixes: Vec<Dims>,
     /// The order preferred on ties (the heuristics' pick above rank 5),
     /// else the lexicographically first wins them.
-    preferred: Option<usize>,
+    preferred: Option<&'p [u32]>,
 }
 
-impl Search {
-    fn new(rank: usize, preferred: Option<&[u32]>) -> Self {
-        let mut order: Vec<u32> = (0..rank as u32).collect();
-        let (mut orders, mut prefixes) = (Vec::new(), Vec::new());
-        loop {
-            orders.extend_from_slice(&order);
-            prefixes.extend(prefix_sets(&order));
+/// What a round found: the best exactly counted order, the uncounted sets
+/// that orders still able to beat it need, and the most promising of those
+/// orders (the lowest bound).
+struct Round {
+    best: Option<Vec<u32>>,
+    needed: Vec<Dims>,
+    focus: Option<Vec<u32>>,
+}
+
+impl<'p> Search<'p> {
+    fn new(rank: usize, preferred: Option<&'p [u32]>) -> Self {
+        Self { rank, preferred }
+    }
+
+    /// Calls `f(tie, order, cost, exact)` for every order, lexicographically,
+    /// where `tie` ranks it among equal costs (the preferred order first) and
+    /// `cost` is exact or a lower bound.
+    fn each(&self, bounds: &Bounds, mut f: impl FnMut(usize, &[u32], u64, bool)) {
+        let mut order: Vec<u32> = (0..self.rank as u32).collect();
+        for i in 1.. {
+            let tie = if self.preferred == Some(order.as_slice()) { 0 } else { i };
+            let (cost, exact) = prefix_sets(&order)
+                .fold((0, true), |(c, e), s| (u64::saturating_add(c, bounds.at(s)), e && bounds.is_exact(s)));
+            f(tie, &order, cost, exact);
             if !next_permutation(&mut order) {
                 break;
             }
         }
-        let preferred = preferred.and_then(|p| orders.chunks_exact(rank).position(|o| o == p));
-        Self { rank, orders, prefixes, preferred }
-    }
-
-    fn order(&self, i: usize) -> Vec<u32> {
-        self.orders[i * self.rank..(i + 1) * self.rank].to_vec()
     }
 
     /// Counts, round by round, the sets that orders still able to win need,
@@ -187,16 +195,12 @@ impl Search {
     fn run(&self, counter: &mut Counter<'_>, references: &[Vec<u32>], budget: Option<usize>) -> Vec<u32> {
         let mut spent = 0;
         loop {
-            let bounds = Bounds::new(counter, self.rank);
-            let (best, mut needed, focus) = self.round(&bounds);
+            let Round { best, mut needed, focus } = self.round(&Bounds::new(counter, self.rank));
             // Settle the references first (`compared` needs their sizes, and
             // they give an early best to rule orders out against), then the
             // order with the lowest bound.
             let uncounted = |o: &[u32]| prefix_sets(o).any(|s| counter.get(s).is_none());
-            let focus = match references.iter().find(|o| uncounted(o)) {
-                Some(reference) => reference.clone(),
-                None => focus.map(|i| self.order(i)).unwrap_or_default(),
-            };
+            let focus = references.iter().find(|o| uncounted(o)).cloned().or(focus).unwrap_or_default();
             needed
                 .extend(references.iter().flat_map(|o| prefix_sets(o)).filter(|&s| counter.get(s).is_none()));
             needed.sort_unstable();
@@ -204,39 +208,42 @@ impl Search {
             let step = next_step(counter, &needed, &focus);
             let over = budget.is_some_and(|b| spent + step.work() > b);
             match (step, best) {
-                (Step::Done, Some(best)) => return self.order(best),
-                (_, Some(best)) if over => return self.order(best),
+                (Step::Done, Some(best)) => return best,
+                (_, Some(best)) if over => return best,
                 (Step::Done, None) => return (0..self.rank as u32).collect(), // no order at all
                 (step, _) => spent += step.take(counter),
             }
         }
     }
 
-    /// The best order whose cost is exact, the uncounted prefix sets of the
-    /// orders that might still beat it, and the most promising of those
-    /// orders (the lowest bound).
-    fn round(&self, bounds: &Bounds) -> (Option<usize>, Vec<Dims>, Option<usize>) {
-        let width = self.rank - 1;
-        let rank_of = |i: usize| if Some(i) == self.preferred { 0 } else { i + 1 };
-        let costs: Vec<(u64, bool)> = self
-            .prefixes
-            .chunks_exact(width)
-            .map(|sets| {
-                let cost = sets.iter().map(|&s| bounds.at(s)).fold(0, u64::saturating_add);
-                (cost, sets.iter().all(|&s| bounds.is_exact(s)))
-            })
-            .collect();
-        let best = (0..costs.len()).filter(|&i| costs[i].1).min_by_key(|&i| (costs[i].0, rank_of(i)));
-        let beats_best =
-            |i: usize| best.map_or(true, |b| (costs[i].0, rank_of(i)) < (costs[b].0, rank_of(b)));
-        let alive: Vec<usize> = (0..costs.len()).filter(|&i| !costs[i].1 && beats_best(i)).collect();
-        let mut needed = Vec::new();
-        for &i in &alive {
-            let sets = &self.prefixes[i * width..(i + 1) * width];
-            needed.extend(sets.iter().copied().filter(|&s| !bounds.is_exact(s)));
+    /// One round: the best exactly counted order first, then the orders
+    /// that might still beat it (bound below its cost, or equal and earlier
+    /// in the tie rule).
+    fn round(&self, bounds: &Bounds) -> Round {
+        let mut best: Option<(u64, usize, Vec<u32>)> = None;
+        self.each(bounds, |tie, order, cost, exact| {
+            if exact && best.as_ref().map_or(true, |b| (cost, tie) < (b.0, b.1)) {
+                best = Some((cost, tie, order.to_vec()));
+            }
+        });
+        let mut needed = vec![false; 1 << self.rank];
+        let mut focus: Option<(u64, usize, Vec<u32>)> = None;
+        self.each(bounds, |tie, order, cost, exact| {
+            if exact || best.as_ref().is_some_and(|b| (cost, tie) >= (b.0, b.1)) {
+                return;
+            }
+            for set in prefix_sets(order).filter(|&s| !bounds.is_exact(s)) {
+                needed[set as usize] = true;
+            }
+            if focus.as_ref().map_or(true, |f| (cost, tie) < (f.0, f.1)) {
+                focus = Some((cost, tie, order.to_vec()));
+            }
+        });
+        Round {
+            best: best.map(|b| b.2),
+            needed: (0..needed.len()).filter(|&s| needed[s]).map(|s| s as Dims).collect(),
+            focus: focus.map(|f| f.2),
         }
-        let focus = alive.iter().copied().min_by_key(|&i| (costs[i].0, rank_of(i)));
-        (best, needed, focus)
     }
 }
 
