@@ -73,13 +73,16 @@ pub(crate) struct Counter<'a> {
     source: &'a Source<'a>,
     parallel: bool,
     known: HashMap<Dims, u64>,
+    /// The partition passes' key arrays, kept from pass to pass: a fresh
+    /// array of 10M keys costs 20k page faults, a third of its scatter.
+    keys: KeyArrays,
 }
 
 impl<'a> Counter<'a> {
     pub(crate) fn new(source: &'a Source<'a>, parallel: bool) -> Self {
         // Handing small inputs to the thread pool costs more than it saves.
         let parallel = parallel && source.len >= MIN_CHUNK;
-        Self { source, parallel, known: HashMap::new() }
+        Self { source, parallel, known: HashMap::new(), keys: KeyArrays::default() }
     }
 
     /// `D(set)` if it has been counted.
@@ -117,6 +120,8 @@ impl<'a> Counter<'a> {
     /// together stay within the memory budget.
     pub(crate) fn count_dense(&mut self, sets: &[Dims]) {
         debug_assert!(sets.iter().all(|&s| self.is_dense(s)));
+        // The bitmaps' memory budget is the key array's: let it go first.
+        self.keys = KeyArrays::default();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
         let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
         todo.sort_unstable_by_key(|&s| (std::cmp::Reverse(cells(s)), s));
@@ -191,8 +196,8 @@ impl<'a> Counter<'a> {
             });
             let plan = Plan::new(self.source.shape, a, &group);
             let counts = match plan.bits {
-                0..=64 => plan.run::<u64>(self.source, self.parallel),
-                _ => plan.run::<u128>(self.source, self.parallel),
+                0..=64 => plan.run::<u64>(self.source, &mut self.keys, self.parallel),
+                _ => plan.run::<u128>(self.source, &mut self.keys, self.parallel),
             };
             self.known.extend(group.into_iter().zip(counts));
             todo = rest;
@@ -298,6 +303,15 @@ trait PackedKey:
     fn premix(self) -> Self;
     /// 64 well-spread bits of a premixed key, to pick a part and a slot.
     fn spread(self) -> u64;
+    /// The kept array for keys of this type.
+    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self>;
+}
+
+/// Key arrays of both widths, reused by the passes of one `Counter`.
+#[derive(Default)]
+struct KeyArrays {
+    narrow: Vec<u64>,
+    wide: Vec<u128>,
 }
 
 impl PackedKey for u64 {
@@ -327,6 +341,10 @@ impl PackedKey for u64 {
     fn spread(self) -> u64 {
         self
     }
+    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
+        arrays.wide = Vec::new(); // one key array at a time
+        &mut arrays.narrow
+    }
 }
 
 impl PackedKey for u128 {
@@ -350,6 +368,10 @@ impl PackedKey for u128 {
     #[inline]
     fn spread(self) -> u64 {
         ((self as u64) ^ ((self >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).premix()
+    }
+    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
+        arrays.narrow = Vec::new(); // one key array at a time
+        &mut arrays.wide
     }
 }
 
@@ -391,14 +413,16 @@ impl Plan {
 
     /// Scatters the keys into buckets by `a`'s top bits, then counts each set's
     /// distinct masked keys per bucket and adds them up.
-    fn run<K: PackedKey>(&self, source: &Source<'_>, parallel: bool) -> Vec<u64> {
+    fn run<K: PackedKey>(&self, source: &Source<'_>, arrays: &mut KeyArrays, parallel: bool) -> Vec<u64> {
         // Fewer buckets for fewer entries: a bucket of a few thousand keys
         // fills its table well; no more than `a`'s bits, so that a bucket
         // holds whole groups of equal `a`.
         let want = usize::BITS - (source.len / BUCKET_ENTRIES).leading_zeros();
         let bucket_bits = self.widths[0].min(BUCKET_BITS).min(want);
         let shift = self.widths[0] - bucket_bits;
-        let (keys, starts) = self.scatter::<K>(source, shift, 1 << bucket_bits, parallel);
+        let keys = K::array(arrays);
+        let starts = self.scatter::<K>(source, keys, shift, 1 << bucket_bits, parallel);
+        let keys = &keys[..];
         let masks = self.masks::<K>();
         let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
         let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
@@ -419,10 +443,11 @@ impl Plan {
     fn scatter<K: PackedKey>(
         &self,
         source: &Source<'_>,
+        keys: &mut Vec<K>,
         shift: u32,
         buckets: usize,
         parallel: bool,
-    ) -> (Vec<K>, Vec<usize>) {
+    ) -> Vec<usize> {
         let chunks = chunks(source.len, parallel);
         let count = |range: &Range<usize>| {
             let mut counts = vec![0usize; buckets];
@@ -440,7 +465,8 @@ impl Plan {
         for b in 0..buckets {
             starts[b + 1] = starts[b] + counts.iter().map(|c| c[b]).sum::<usize>();
         }
-        let mut keys = vec![K::default(); source.len];
+        keys.clear();
+        keys.resize(source.len, K::default());
         // Each chunk's sub-slice of every bucket, chunk after chunk within a bucket.
         let mut parts: Vec<Vec<&mut [K]>> = chunks.iter().map(|_| Vec::with_capacity(buckets)).collect();
         let mut rest = &mut keys[..];
@@ -466,7 +492,7 @@ impl Plan {
         } else {
             chunks.into_iter().zip(parts).for_each(write);
         }
-        (keys, starts)
+        starts
     }
 }
 
