@@ -19,8 +19,11 @@
 //!   allocated before the peak is reset),
 //! - for the real tensors in `../shared/data`, `ModeOrder::Auto`: its order and
 //!   the bytes of `pos`/`crd` it stores against the identity order and SPLATT's
-//!   shortest-extent-first order, all three measured on built tensors. The
-//!   bench panics if `Auto` stores more than the smaller of the two.
+//!   shortest-extent-first order, all three measured on built tensors, and its
+//!   time as a multiple of the identity build on all cores (`x identity`). The
+//!   bench panics if `Auto` stores more than the smaller of the two. (The
+//!   example `auto_cost` measures that multiple on the synthetic tensors too,
+//!   interleaving the two builds.)
 //!
 //! Environment:
 //! - `HURRAY_BENCH_NNZ`: comma-separated non-zero counts for the synthetic
@@ -385,6 +388,8 @@ fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> Row {
 struct AutoRow {
     name: String,
     time: Duration,
+    /// The identity build's time on all cores, from the same tensor's row.
+    identity: Duration,
     order: Vec<u32>,
     auto_bytes: u64,
     identity_bytes: u64,
@@ -392,7 +397,7 @@ struct AutoRow {
     splatt_bytes: u64,
 }
 
-fn run_auto(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> AutoRow {
+fn run_auto(settings: &Settings, name: &str, coo: &csf_testdata::Coo, identity_time: Duration) -> AutoRow {
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options = |mode_order| Options { mode_order, duplicates: Duplicates::Sum, ..Options::default() };
     let (auto, sample) = settings.best(|| build(&input, &options(ModeOrder::Auto)).expect("auto build"));
@@ -408,6 +413,7 @@ fn run_auto(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> AutoRow
     let row = AutoRow {
         name: name.to_string(),
         time: sample.wall,
+        identity: identity_time,
         order: auto.tensor.view().mode_order().to_vec(),
         auto_bytes: index_bytes(&auto),
         identity_bytes: bytes_of(&identity),
@@ -505,8 +511,9 @@ fn main() {
                 let coo = read_tns(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 let row = run_tensor(&settings, &name, &coo);
                 print_row(&row, threads);
+                let identity = row.all.wall;
                 rows.push(row);
-                autos.push(run_auto(&settings, &name, &coo));
+                autos.push(run_auto(&settings, &name, &coo, identity));
             }
         }
     }
@@ -579,14 +586,15 @@ fn print_tables(rows: &[Row], autos: &[AutoRow], threads: usize) {
     if !autos.is_empty() {
         println!();
         println!(
-            "| tensor | Auto ms | Auto order | Auto bytes | identity bytes | SPLATT order | SPLATT bytes |"
+            "| tensor | Auto ms | x identity | Auto order | Auto bytes | identity bytes | SPLATT order | SPLATT bytes |"
         );
-        println!("|---|---:|---|---:|---:|---|---:|");
+        println!("|---|---:|---:|---|---:|---:|---|---:|");
         for a in autos {
             println!(
-                "| {} | {} | {:?} | {} | {} | {:?} | {} |",
+                "| {} | {} | {:.2} | {:?} | {} | {} | {:?} | {} |",
                 a.name,
                 ms(a.time),
+                secs(a.time) / secs(a.identity),
                 a.order,
                 a.auto_bytes,
                 a.identity_bytes,

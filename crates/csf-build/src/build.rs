@@ -95,10 +95,8 @@ pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Res
     );
     // Auto estimated the size from all input entries; report what is stored
     // (duplicates merged and zeros dropped make it smaller).
-    let auto = auto.map(|mut choice| {
-        choice.index_bytes =
-            tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum();
-        choice
+    let auto = auto.map(|choice| {
+        choice.settle(tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum())
     });
     Ok(Built { tensor, auto, removed })
 }

@@ -4,6 +4,7 @@
 
 mod bucket;
 mod build;
+mod distinct;
 mod key;
 mod order;
 mod presorted;

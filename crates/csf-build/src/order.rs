@@ -2,22 +2,40 @@
 //!
 //! A CSF file stores `8 * (2 * (n_0 + ... + n_{rank-2}) + nnz + rank + 1)`
 //! bytes of `pos`/`crd`, and `n_L` is the number of distinct prefixes of the
-//! storage tuples of length `L + 1`: the number of distinct projections of the
-//! non-zeros onto the *set* of the first `L + 1` dimensions, whatever their
-//! order. So for rank <= 5 we count the distinct projections `D(S)` onto every
-//! proper subset `S` of dimensions (at most 30 counting sorts) and find the
-//! exact optimum by dynamic programming over subsets. Above rank 5 we compare
-//! three candidates by their exact size: identity, SPLATT's
-//! shortest-extent-first, and fewest-distinct-coordinates-first.
+//! storage tuples of length `L + 1`: the number `D(S)` of distinct
+//! projections of the non-zeros onto the *set* `S` of the first `L + 1`
+//! dimensions, whatever their order. An order's cost is the sum of `D` over
+//! its prefix sets; `nnz` is the same for every order.
 //!
-//! Ties are broken deterministically towards the lexicographically first
-//! order, so the identity, the first of all orders, is chosen whenever it is
-//! among the smallest: csf-layout.txt § Mode Ordering makes it the default of
-//! a writer without preference, and many orders tie (every order of a dense
-//! or an empty tensor stores the same bytes).
+//! **Guarantee.** For rank <= 5 the chosen order is the exact optimum: the
+//! smallest `pos`/`crd`, and among equals the lexicographically first order
+//! (so the identity whenever it is among the smallest: csf-layout.txt § Mode
+//! Ordering makes it the default of a writer without preference, and many
+//! orders tie; every order of a dense or an empty tensor stores the same
+//! bytes). For ranks 6 to 8 it is never larger than the best of three
+//! heuristics measured exactly (identity, SPLATT's shortest-extent-first,
+//! fewest-distinct-coordinates-first), exact whenever the bounded search
+//! below closes, and on ties the heuristics' pick (so that it changes only
+//! to a smaller order); above rank 8 it is that best heuristic.
+//!
+//! **How, cheaply.** Counting every `D(S)` by a sort each (what this module
+//! did before) made an `Auto` build cost 2.3 to 13 identity builds
+//! (`docs/benchmarks.md`, "Auto at the cost of a build"). Now each set is counted by the
+//! cheapest exact method (`distinct.rs`: a bitmap scan for a set of few
+//! cells, one partition pass for all the sets that share a dimension), and
+//! only the sets that matter, in rounds. After each round every order gets a
+//! cost: exact when all its prefix sets are counted, else a *lower bound*
+//! (`D(T) <= D(S)` for `T` within `S`, and `D(T) <= D(S) * prod_{d in T \ S}
+//! D({d})` for `T` containing `S`). An order whose bound is above the best
+//! exact cost, or equal to it and the order later in the tie rule, cannot
+//! win, and its sets are not needed. The next round counts the smallest
+//! needed sets where a bitmap is cheap, else the sets of the reference
+//! orders (`compared` reports their sizes) and then of the most promising
+//! order, in one pass by its first dimension that also takes every other
+//! needed set containing it. The search stops when no order can beat the
+//! best one, so the answer is that of an exhaustive count.
 
-use crate::key::{bit_length_below, Key};
-use crate::sort::sort_keys;
+use crate::distinct::{dims_of, Counter, Dims};
 use crate::Source;
 
 /// What `Auto` chose, and what it compared.
@@ -28,162 +46,327 @@ pub struct AutoChoice {
     /// Bytes of `pos`/`crd` the chosen order stores.
     pub index_bytes: u64,
     /// `(order, pos/crd bytes)` of the reference orders: identity and
-    /// shortest-extent-first (SPLATT's heuristic), each listed once.
+    /// shortest-extent-first (SPLATT's heuristic), each listed once. Exact
+    /// unless `drop_zeros` dropped entries: they differ from `index_bytes` by
+    /// what the orders' upper levels differ on all input entries.
     pub compared: Vec<(Vec<u32>, u64)>,
 }
 
-/// The largest rank for which the exact subset search runs.
-pub const EXACT_MAX_RANK: usize = 5;
-
-/// Bytes of `pos`/`crd` for node counts `n_0..n_{rank-2}` of prefixes and `nnz` leaves.
-fn index_bytes(upper: impl Iterator<Item = u64>, nnz: u64, rank: usize) -> u64 {
-    8 * (2 * upper.sum::<u64>() + nnz + rank as u64 + 1)
-}
-
-/// Distinct projections of the entries onto `dims` (a set), or `None` when
-/// the projection does not fit 128 bits.
-fn distinct(source: &Source<'_>, dims: &[u32], parallel: bool) -> Option<u64> {
-    let bits: u32 = dims.iter().map(|&d| bit_length_below(source.shape[d as usize])).sum();
-    if bits <= 64 {
-        Some(distinct_with::<u64>(source, dims, bits, parallel))
-    } else if bits <= 128 {
-        Some(distinct_with::<u128>(source, dims, bits, parallel))
-    } else {
-        None
-    }
-}
-
-fn distinct_with<K: Key>(source: &Source<'_>, dims: &[u32], bits: u32, parallel: bool) -> u64 {
-    let mut keys: Vec<K> = (0..source.len)
-        .map(|i| {
-            dims.iter().fold(K::default(), |k, &d| {
-                k.shl_or(bit_length_below(source.shape[d as usize]), source.coord(i, d as usize))
-            })
-        })
-        .collect();
-    sort_keys(&mut keys, 0, bits, parallel);
-    let mut count = 0u64;
-    let mut prev = None;
-    for k in keys {
-        if prev != Some(k) {
-            count += 1;
-            prev = Some(k);
+impl AutoChoice {
+    /// The choice with `index_bytes` set to what the built tensor stores,
+    /// `stored`, and the reference sizes moved by the same amount: `choose`
+    /// sizes every order with one leaf per input entry, and merged duplicates
+    /// shrink the leaf level alike in every order.
+    pub(crate) fn settle(mut self, stored: u64) -> Self {
+        let assumed = self.index_bytes;
+        for (_, bytes) in &mut self.compared {
+            *bytes = (*bytes + stored).saturating_sub(assumed);
         }
+        self.index_bytes = stored;
+        self
     }
-    count
 }
 
-/// Chooses the order that stores the fewest `pos`/`crd` bytes.
+/// The largest rank for which `Auto` is the exact optimum.
+pub const EXACT_MAX_RANK: usize = 5;
+/// The largest rank for which the search over all orders runs at all (8! =
+/// 40320 orders), with a bounded amount of counting above `EXACT_MAX_RANK`.
+const SEARCH_MAX_RANK: usize = 8;
+/// Above `EXACT_MAX_RANK`: the counting the search may add to the
+/// heuristics', in scans of the input (a bitmap set is one, a partition pass
+/// two plus one per set), about the cost of one build.
+const SEARCH_WORK: usize = 12;
+
+/// Chooses the order that stores the fewest `pos`/`crd` bytes (see the
+/// module documentation for the guarantee).
 pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> AutoChoice {
     let rank = source.shape.len();
     let identity: Vec<u32> = (0..rank as u32).collect();
     let mut shortest_first = identity.clone();
     shortest_first.sort_by_key(|&d| source.shape[d as usize]); // stable: ties keep identity order
-    let nnz_all = (0..rank as u32).collect::<Vec<_>>();
-    let nnz = distinct(source, &nnz_all, parallel);
-
-    if rank <= EXACT_MAX_RANK {
-        if let Some(choice) = exact(source, rank, &identity, &shortest_first, parallel) {
-            return choice;
+    let mut counter = Counter::new(source, parallel);
+    // `compared` reports their exact sizes: their prefix sets are always counted.
+    let references = [identity.clone(), shortest_first.clone()];
+    let mode_order = if rank <= EXACT_MAX_RANK {
+        Search::new(rank, None).run(&mut counter, &references, None)
+    } else {
+        let singles: Vec<Dims> = (0..rank).map(|d| 1 << d).collect();
+        count_all(&mut counter, &singles);
+        let mut fewest_distinct = identity.clone();
+        fewest_distinct.sort_by_key(|&d| counter.get(1 << d)); // stable, as above
+        let candidates = [identity, shortest_first, fewest_distinct];
+        let sets: Vec<Dims> = candidates.iter().flat_map(|o| prefix_sets(o)).collect();
+        count_all(&mut counter, &sets);
+        let best = candidates.iter().min_by_key(|o| (cost(&counter, o), *o)).cloned().unwrap_or_default();
+        if rank <= SEARCH_MAX_RANK {
+            Search::new(rank, Some(&best)).run(&mut counter, &[], Some(SEARCH_WORK))
+        } else {
+            best
         }
-    }
-    // Candidates, each measured exactly by its prefix counts.
-    let mut fewest_distinct = identity.clone();
-    let singles: Vec<u64> =
-        (0..rank as u32).map(|d| distinct(source, &[d], parallel).unwrap_or(u64::MAX)).collect();
-    fewest_distinct.sort_by_key(|&d| singles[d as usize]);
-    let nnz = nnz.unwrap_or(source.len as u64);
-    let size_of = |order: &[u32]| {
-        let upper: Option<Vec<u64>> =
-            (1..rank).map(|len| distinct(source, &order[..len], parallel)).collect();
-        upper.map_or(u64::MAX, |u| index_bytes(u.into_iter(), nnz, rank))
     };
-    // The smallest, and among equals the lexicographically first (so the
-    // identity whenever it is among the smallest).
-    let mut candidates: Vec<(u64, Vec<u32>)> = Vec::new();
-    for order in [identity.clone(), shortest_first.clone(), fewest_distinct] {
-        if !candidates.iter().any(|(_, seen)| *seen == order) {
-            candidates.push((size_of(&order), order));
-        }
+    let size = |order: &[u32]| index_bytes(cost(&counter, order), counter.entries(), rank);
+    let mut compared = vec![(references[0].clone(), size(&references[0]))];
+    if references[1] != references[0] {
+        compared.push((references[1].clone(), size(&references[1])));
     }
-    let compared = candidates
-        .iter()
-        .filter(|(_, order)| *order == identity || *order == shortest_first)
-        .map(|(bytes, order)| (order.clone(), *bytes))
-        .collect();
-    let (index_bytes, mode_order) = candidates.into_iter().min().unwrap_or_default();
-    AutoChoice { mode_order, index_bytes, compared }
+    AutoChoice { index_bytes: size(&mode_order), compared, mode_order }
 }
 
-fn exact(
-    source: &Source<'_>,
-    rank: usize,
-    identity: &[u32],
-    shortest_first: &[u32],
-    parallel: bool,
-) -> Option<AutoChoice> {
-    let full = (1usize << rank) - 1;
-    let dims_of = |set: usize| (0..rank as u32).filter(|d| set >> d & 1 == 1).collect::<Vec<_>>();
-    // D(S) for every non-empty set (the full set gives nnz).
-    let mut d = vec![0u64; full + 1];
-    for (set, slot) in d.iter_mut().enumerate().skip(1) {
-        *slot = distinct(source, &dims_of(set), parallel)?;
-    }
-    let nnz = d[full];
-    // rest[S]: the fewest upper-level nodes below a prefix holding the set S,
-    // `min_{d not in S} D(S + d) + rest(S + d)`, down to the sets of rank - 1
-    // dimensions (the leaf level's count is nnz in every order). A superset
-    // is a larger number than its subsets, so a descending sweep has every
-    // rest[S + d] ready when S is reached.
-    let mut rest = vec![0u64; full + 1];
-    for set in (0..full).rev() {
-        if (set as u32).count_ones() as usize >= rank - 1 {
-            continue;
-        }
-        rest[set] = (0..rank)
-            .filter(|&dim| set >> dim & 1 == 0)
-            .map(|dim| d[set | 1 << dim] + rest[set | 1 << dim])
-            .min()
-            .unwrap_or(0);
-    }
-    // Walk forward, taking at each level the smallest dimension that keeps
-    // the optimum: the lexicographically first optimal order. The identity is
-    // the first of all orders, so it wins whenever it is optimal (the spec's
-    // default for a writer without preference).
-    let mut order = Vec::with_capacity(rank);
-    let mut set = 0usize;
-    while order.len() < rank - 1 {
-        let dim = (0..rank)
-            .find(|&dim| set >> dim & 1 == 0 && d[set | 1 << dim] + rest[set | 1 << dim] == rest[set])?;
-        order.push(dim as u32);
-        set |= 1 << dim;
-    }
-    order.extend((0..rank as u32).filter(|&dim| set >> dim & 1 == 0));
-    let size_of = |order: &[u32]| {
-        let mut set = 0usize;
-        let upper = order[..rank - 1].iter().map(|&dim| {
-            set |= 1 << dim;
-            d[set]
-        });
-        index_bytes(upper.collect::<Vec<_>>().into_iter(), nnz, rank)
-    };
-    Some(AutoChoice {
-        index_bytes: size_of(&order),
-        compared: references(identity, shortest_first, size_of),
-        mode_order: order,
+/// Bytes of `pos`/`crd` for `upper = n_0 + ... + n_{rank-2}` and `nnz` leaves.
+fn index_bytes(upper: u64, nnz: u64, rank: usize) -> u64 {
+    8 * (2 * upper + nnz + rank as u64 + 1)
+}
+
+/// The sets of the first `1..rank` dimensions of `order` (all but the full set).
+fn prefix_sets(order: &[u32]) -> impl Iterator<Item = Dims> + '_ {
+    order[..order.len().saturating_sub(1)].iter().scan(0, |set, &d| {
+        *set |= 1 << d;
+        Some(*set)
     })
 }
 
-/// `compared`: the identity and shortest-extent-first with their sizes, each
-/// listed once (they are the same order when the extents are non-decreasing).
-fn references(
-    identity: &[u32],
-    shortest_first: &[u32],
-    size_of: impl Fn(&[u32]) -> u64,
-) -> Vec<(Vec<u32>, u64)> {
-    let mut compared = vec![(identity.to_vec(), size_of(identity))];
-    if shortest_first != identity {
-        compared.push((shortest_first.to_vec(), size_of(shortest_first)));
+/// `n_0 + ... + n_{rank-2}` of `order`, its prefix sets all counted.
+fn cost(counter: &Counter<'_>, order: &[u32]) -> u64 {
+    prefix_sets(order).map(|s| counter.get(s).unwrap_or(u64::MAX)).fold(0, u64::saturating_add)
+}
+
+/// Counts every set of `sets`: the dense ones by bitmaps, then the others by
+/// partition passes, each by the dimension most of them share.
+fn count_all(counter: &mut Counter<'_>, sets: &[Dims]) {
+    let dense: Vec<Dims> = sets.iter().copied().filter(|&s| counter.is_dense(s)).collect();
+    counter.count_dense(&dense);
+    let mut sparse: Vec<Dims> = sets.iter().copied().filter(|&s| counter.get(s).is_none()).collect();
+    while let Some(a) = most_shared(&sparse) {
+        let (with, without): (Vec<Dims>, Vec<Dims>) = sparse.iter().partition(|&&s| s >> a & 1 == 1);
+        counter.count_pass(a, &with);
+        sparse = without;
     }
-    compared
+}
+
+/// The dimension the most sets of `sets` contain (the lowest on ties).
+fn most_shared(sets: &[Dims]) -> Option<usize> {
+    let in_sets = |d: usize| sets.iter().filter(|&&s| s >> d & 1 == 1).count();
+    (0..64).filter(|&d| in_sets(d) > 0).max_by_key(|&d| (in_sets(d), std::cmp::Reverse(d)))
+}
+
+/// The search over every order of `0..rank`, enumerated afresh each round
+/// (8! orders are cheap to walk, and memory stays flat).
+struct Search<'p> {
+    rank: usize,
+    /// The order preferred on ties (the heuristics' pick above rank 5),
+    /// else the lexicographically first wins them.
+    preferred: Option<&'p [u32]>,
+}
+
+/// What a round found: the best exactly counted order, the uncounted sets
+/// that orders still able to beat it need, and the most promising of those
+/// orders (the lowest bound).
+struct Round {
+    best: Option<Vec<u32>>,
+    needed: Vec<Dims>,
+    focus: Option<Vec<u32>>,
+}
+
+impl<'p> Search<'p> {
+    fn new(rank: usize, preferred: Option<&'p [u32]>) -> Self {
+        Self { rank, preferred }
+    }
+
+    /// Calls `f(tie, order, cost, exact)` for every order, lexicographically,
+    /// where `tie` ranks it among equal costs (the preferred order first) and
+    /// `cost` is exact or a lower bound.
+    fn each(&self, bounds: &Bounds, mut f: impl FnMut(usize, &[u32], u64, bool)) {
+        let mut order: Vec<u32> = (0..self.rank as u32).collect();
+        for i in 1.. {
+            let tie = if self.preferred == Some(order.as_slice()) { 0 } else { i };
+            let (cost, exact) = prefix_sets(&order)
+                .fold((0, true), |(c, e), s| (u64::saturating_add(c, bounds.at(s)), e && bounds.is_exact(s)));
+            f(tie, &order, cost, exact);
+            if !next_permutation(&mut order) {
+                break;
+            }
+        }
+    }
+
+    /// Counts, round by round, the sets that orders still able to win need,
+    /// and returns the winner. `references`' sets are counted too. With a
+    /// `budget` of work (above rank 5), stops when the next round would
+    /// exceed it and returns the best order counted so far.
+    fn run(&self, counter: &mut Counter<'_>, references: &[Vec<u32>], budget: Option<usize>) -> Vec<u32> {
+        let mut spent = 0;
+        loop {
+            let Round { best, mut needed, focus } = self.round(&Bounds::new(counter, self.rank));
+            // Settle the references first (`compared` needs their sizes, and
+            // they give an early best to rule orders out against), then the
+            // order with the lowest bound.
+            let uncounted = |o: &[u32]| prefix_sets(o).any(|s| counter.get(s).is_none());
+            let focus = references.iter().find(|o| uncounted(o)).cloned().or(focus).unwrap_or_default();
+            needed
+                .extend(references.iter().flat_map(|o| prefix_sets(o)).filter(|&s| counter.get(s).is_none()));
+            needed.sort_unstable();
+            needed.dedup();
+            let step = next_step(counter, &needed, &focus);
+            let over = budget.is_some_and(|b| spent + step.work() > b);
+            match (step, best) {
+                (Step::Done, Some(best)) => return best,
+                (_, Some(best)) if over => return best,
+                (Step::Done, None) => return (0..self.rank as u32).collect(), // no order at all
+                (step, _) => spent += step.take(counter),
+            }
+        }
+    }
+
+    /// One round: the best exactly counted order first, then the orders
+    /// that might still beat it (bound below its cost, or equal and earlier
+    /// in the tie rule).
+    fn round(&self, bounds: &Bounds) -> Round {
+        let mut best: Option<(u64, usize, Vec<u32>)> = None;
+        self.each(bounds, |tie, order, cost, exact| {
+            if exact && best.as_ref().map_or(true, |b| (cost, tie) < (b.0, b.1)) {
+                best = Some((cost, tie, order.to_vec()));
+            }
+        });
+        let mut needed = vec![false; 1 << self.rank];
+        let mut focus: Option<(u64, usize, Vec<u32>)> = None;
+        self.each(bounds, |tie, order, cost, exact| {
+            if exact || best.as_ref().is_some_and(|b| (cost, tie) >= (b.0, b.1)) {
+                return;
+            }
+            for set in prefix_sets(order).filter(|&s| !bounds.is_exact(s)) {
+                needed[set as usize] = true;
+            }
+            if focus.as_ref().map_or(true, |f| (cost, tie) < (f.0, f.1)) {
+                focus = Some((cost, tie, order.to_vec()));
+            }
+        });
+        Round {
+            best: best.map(|b| b.2),
+            needed: (0..needed.len()).filter(|&s| needed[s]).map(|s| s as Dims).collect(),
+            focus: focus.map(|f| f.2),
+        }
+    }
+}
+
+/// What to count next.
+enum Step {
+    Done,
+    /// These sets by bitmaps.
+    Dense(Vec<Dims>),
+    /// These sets (all containing the dimension) by one partition pass.
+    Pass(usize, Vec<Dims>),
+}
+
+impl Step {
+    /// The work in scans of the input.
+    fn work(&self) -> usize {
+        match self {
+            Step::Done => 0,
+            Step::Dense(sets) => sets.len(),
+            Step::Pass(_, sets) => 2 + sets.len(),
+        }
+    }
+
+    /// Counts, and returns the work done.
+    fn take(self, counter: &mut Counter<'_>) -> usize {
+        let work = self.work();
+        match self {
+            Step::Done => {}
+            Step::Dense(sets) => counter.count_dense(&sets),
+            Step::Pass(a, sets) => counter.count_pass(a, &sets),
+        }
+        work
+    }
+}
+
+/// The next sets to count among `needed`: the smallest sets first where
+/// dense (they are cheap, and bound the bigger ones; with the dense sets one
+/// dimension bigger in the same scans), then the uncounted sets
+/// of `focus` (an order), by bitmaps where dense, else in one partition pass
+/// by its first dimension, which all its sets contain; the pass also counts
+/// the smallest needed sets that contain that dimension.
+fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Step {
+    let Some(smallest) = needed.iter().map(|s| s.count_ones()).min() else { return Step::Done };
+    // The next size up rides along: a scan's cost is mostly reading the
+    // input, and the bigger sets are usually needed too.
+    let dense: Vec<Dims> =
+        needed.iter().copied().filter(|&s| s.count_ones() <= smallest + 1 && counter.is_dense(s)).collect();
+    if dense.iter().any(|s| s.count_ones() == smallest) {
+        return Step::Dense(dense);
+    }
+    let mine: Vec<Dims> = prefix_sets(focus).filter(|&s| counter.get(s).is_none()).collect();
+    let dense: Vec<Dims> = mine.iter().copied().filter(|&s| counter.is_dense(s)).collect();
+    if !dense.is_empty() {
+        return Step::Dense(dense);
+    }
+    let Some(&a) = focus.first().filter(|_| !mine.is_empty()) else {
+        // No focus (cannot happen while sets are needed): the most shared dimension.
+        let a = most_shared(needed).unwrap_or(0);
+        return Step::Pass(a, needed.iter().copied().filter(|&s| s >> a & 1 == 1).collect());
+    };
+    let a = a as usize;
+    let small = needed.iter().copied().filter(|&s| s >> a & 1 == 1 && !counter.is_dense(s));
+    let mut sets: Vec<Dims> = mine.into_iter().chain(small).collect();
+    sets.sort_unstable();
+    sets.dedup();
+    Step::Pass(a, sets)
+}
+
+/// `D(S)` where counted, else a lower bound, for every set of `0..rank`.
+struct Bounds {
+    value: Vec<u64>,
+    exact: Vec<bool>,
+}
+
+impl Bounds {
+    fn new(counter: &Counter<'_>, rank: usize) -> Self {
+        let full: Dims = (1 << rank) - 1;
+        let mut value = vec![0u64; 1 << rank];
+        let mut exact = vec![false; 1 << rank];
+        for set in 0..=full {
+            if let Some(d) = counter.get(set) {
+                (value[set as usize], exact[set as usize]) = (d, true);
+            }
+        }
+        // Distinct coordinates per dimension: D({d}), or at most the extent.
+        let per_dim: Vec<u64> =
+            (0..rank).map(|d| if exact[1 << d] { value[1 << d] } else { counter.extents()[d] }).collect();
+        // From counted supersets: D(T) <= D(S) * prod over T \ S of D({d}).
+        for t in (1..full).filter(|&t| exact[t as usize]) {
+            let mut s = t;
+            while s != 0 {
+                s = (s - 1) & t;
+                if s != 0 && !exact[s as usize] {
+                    let spread = dims_of(t & !s).map(|d| per_dim[d]).fold(1u64, u64::saturating_mul);
+                    value[s as usize] = value[s as usize].max(value[t as usize].div_ceil(spread.max(1)));
+                }
+            }
+        }
+        // Monotonicity: D(S) >= D(T) for every T within S (by increasing sets,
+        // each bound taking its subsets' in turn), and D(S) >= 1 with entries.
+        let floor = u64::from(counter.entries() > 0);
+        for set in 1..=full {
+            if !exact[set as usize] {
+                let below = dims_of(set).map(|d| value[(set & !(1 << d)) as usize]).max().unwrap_or(0);
+                value[set as usize] = value[set as usize].max(below).max(floor);
+            }
+        }
+        Self { value, exact }
+    }
+
+    fn at(&self, set: Dims) -> u64 {
+        self.value[set as usize]
+    }
+
+    fn is_exact(&self, set: Dims) -> bool {
+        self.exact[set as usize]
+    }
+}
+
+/// Steps `order` to the next permutation in lexicographic order; `false` after the last.
+fn next_permutation(order: &mut [u32]) -> bool {
+    let Some(i) = (1..order.len()).rev().find(|&i| order[i - 1] < order[i]) else { return false };
+    let j = (i..order.len()).rev().find(|&j| order[j] > order[i - 1]).unwrap_or(i);
+    order.swap(i - 1, j);
+    order[i..].reverse();
+    true
 }

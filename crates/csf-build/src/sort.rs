@@ -112,6 +112,7 @@ impl<K: Key> KeySource<K> for Slice<'_, K> {
 }
 
 /// Sorts `keys` stably by bits `lo..hi`.
+#[cfg_attr(not(test), allow(dead_code))] // Only the tests use it since `Auto` counts without sorting.
 pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool) {
     if keys.len() <= SMALL || hi <= lo {
         sort_slice(keys, lo, hi, &mut Scratch::default());

@@ -1,0 +1,198 @@
+//! `ModeOrder::Auto` against brute force: every permutation built and measured.
+//!
+//! Ranks 3 to 5: Auto's order and size must be those of the smallest built
+//! tensor, the lexicographically first among equals. Ranks 6 to 8: never
+//! larger than the best of identity, shortest-extent-first and
+//! fewest-distinct-first, built the same way.
+
+use csf_build::{build, Built, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_testdata::Rng;
+
+fn index_bytes(built: &Built) -> u64 {
+    built.tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum()
+}
+
+/// Every permutation of `0..rank`, in lexicographic order.
+fn permutations(rank: u32) -> Vec<Vec<u32>> {
+    if rank == 0 {
+        return vec![vec![]];
+    }
+    let mut out = Vec::new();
+    for first in 0..rank {
+        for rest in permutations(rank - 1) {
+            let mut order = vec![first];
+            order.extend(rest.into_iter().map(|d| if d >= first { d + 1 } else { d }));
+            out.push(order);
+        }
+    }
+    out
+}
+
+/// A small random tensor: a shape mixing tiny, small and huge extents (huge
+/// ones make sets too sparse for bitmaps, so partition passes and, beyond
+/// 128 bits, the comparison fallback run), and entries drawn uniformly, from
+/// a few distinct values per dimension (many ties), or skewed; with repeats.
+fn random_case(rng: &mut Rng, rank: usize) -> (Vec<u64>, Vec<u64>) {
+    let shape: Vec<u64> = (0..rank)
+        .map(|_| match rng.below(10) {
+            0 => 1,
+            1..=4 => 1 + rng.below(4),
+            5..=7 => 1 + rng.below(40),
+            8 => 1 << (20 + rng.below(20)),
+            _ => u64::MAX - rng.below(3),
+        })
+        .collect();
+    let len = match rng.below(8) {
+        0 => 0,
+        1 => 1,
+        _ => rng.below(300) as usize,
+    };
+    let style = rng.below(3);
+    // A few values per dimension for the "few distinct" style.
+    let palette: Vec<Vec<u64>> = shape.iter().map(|&e| (0..3).map(|_| rng.below(e)).collect()).collect();
+    let mut indices = Vec::with_capacity(len * rank);
+    for _ in 0..len {
+        for (d, &extent) in shape.iter().enumerate() {
+            indices.push(match style {
+                0 => rng.below(extent),
+                1 => palette[d][rng.below(3) as usize],
+                _ => ((extent as f64) * rng.next_f64().powi(4)) as u64 % extent,
+            });
+        }
+    }
+    (shape, indices)
+}
+
+/// A dense tensor: every cell of `shape` once (every order stores the same bytes).
+fn dense(shape: &[u64]) -> Vec<u64> {
+    let cells: u64 = shape.iter().product();
+    (0..cells)
+        .flat_map(|mut c| {
+            let mut index = vec![0; shape.len()];
+            for (i, &e) in shape.iter().enumerate().rev() {
+                index[i] = c % e;
+                c /= e;
+            }
+            index
+        })
+        .collect()
+}
+
+fn options(mode_order: ModeOrder, parallel: bool) -> Options {
+    Options { mode_order, duplicates: Duplicates::Sum, parallel, ..Options::default() }
+}
+
+fn sizes(coo: &Coo<'_>, orders: &[Vec<u32>]) -> Vec<(u64, Vec<u32>)> {
+    orders
+        .iter()
+        .map(|o| {
+            (index_bytes(&build(coo, &options(ModeOrder::Explicit(o.clone()), false)).unwrap()), o.clone())
+        })
+        .collect()
+}
+
+fn check_exact(shape: &[u64], indices: &[u64], what: &str) {
+    let values = vec![1.0f64; indices.len() / shape.len()];
+    let columns: Vec<Vec<u64>> =
+        (0..shape.len()).map(|d| indices.iter().skip(d).step_by(shape.len()).copied().collect()).collect();
+    let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+    let best =
+        sizes(&Coo::new(shape, Indices::RowMajor(indices), &values), &permutations(shape.len() as u32))
+            .into_iter()
+            .min()
+            .unwrap();
+    for (layout, indices) in
+        [("row-major", Indices::RowMajor(indices)), ("columnar", Indices::Columnar(&columns))]
+    {
+        for parallel in [false, true] {
+            let built =
+                build(&Coo::new(shape, indices, &values), &options(ModeOrder::Auto, parallel)).unwrap();
+            let choice = built.auto.as_ref().unwrap();
+            assert_eq!(
+                (choice.index_bytes, &choice.mode_order),
+                (best.0, &best.1),
+                "{what}: shape {shape:?}, {} entries, {layout}, parallel {parallel}",
+                values.len()
+            );
+            assert_eq!(built.tensor.view().mode_order(), best.1.as_slice());
+            for (order, bytes) in &choice.compared {
+                assert_eq!(
+                    *bytes,
+                    sizes(&Coo::new(shape, indices, &values), std::slice::from_ref(order))[0].0
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn auto_is_the_brute_force_optimum_up_to_rank_5() {
+    let mut rng = Rng::new(0x0a07_0001);
+    for case in 0..300 {
+        let rank = 3 + case % 3;
+        let (shape, indices) = random_case(&mut rng, rank);
+        check_exact(&shape, &indices, &format!("case {case}"));
+    }
+}
+
+#[test]
+fn auto_is_the_brute_force_optimum_on_dense_and_empty_tensors() {
+    for shape in [vec![2u64, 2, 2], vec![3, 1, 4], vec![2, 3, 2, 2], vec![2, 2, 1, 2, 3]] {
+        check_exact(&shape, &dense(&shape), "dense");
+        check_exact(&shape, &[], "empty");
+    }
+    check_exact(&[4, 0, 5], &[], "a zero extent");
+}
+
+/// Larger tensors, where the partition pass has many buckets, splits big
+/// buckets by hash, and runs in parallel chunks.
+#[test]
+fn auto_is_the_brute_force_optimum_on_larger_tensors() {
+    let mut rng = Rng::new(7);
+    let shapes: [&[u64]; 4] =
+        [&[3, 50_000, 1 << 30], &[1 << 33, 70, 9, 1 << 20], &[12, 1 << 40, 5, 300, 2], &[2, 1, 1 << 41]];
+    for shape in shapes {
+        let len = 150_000;
+        let indices: Vec<u64> = (0..len)
+            .flat_map(|_| {
+                shape.iter().map(|&e| ((e as f64) * rng.next_f64().powi(3)) as u64 % e).collect::<Vec<_>>()
+            })
+            .collect();
+        check_exact(shape, &indices, "larger");
+    }
+}
+
+#[test]
+fn auto_is_never_worse_than_the_heuristics_at_ranks_6_to_8() {
+    let mut rng = Rng::new(0x0a07_0006);
+    for case in 0..60 {
+        let rank = 6 + case % 3;
+        let (shape, indices) = random_case(&mut rng, rank);
+        let values = vec![1.0f64; indices.len() / rank];
+        let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+        let identity: Vec<u32> = (0..rank as u32).collect();
+        let mut shortest = identity.clone();
+        shortest.sort_by_key(|&d| shape[d as usize]);
+        let distinct = |d: u32| {
+            let mut v: Vec<u64> = indices.iter().skip(d as usize).step_by(rank).copied().collect();
+            v.sort_unstable();
+            v.dedup();
+            v.len()
+        };
+        let mut fewest = identity.clone();
+        fewest.sort_by_key(|&d| distinct(d));
+        let heuristics = sizes(&coo, &[identity, shortest, fewest]).into_iter().min().unwrap();
+        let built = build(&coo, &options(ModeOrder::Auto, case % 2 == 0)).unwrap();
+        let choice = built.auto.unwrap();
+        assert!(choice.index_bytes <= heuristics.0, "case {case}: {choice:?} vs {heuristics:?}");
+        assert_eq!(
+            choice.index_bytes,
+            index_bytes(
+                &build(&coo, &options(ModeOrder::Explicit(choice.mode_order.clone()), false)).unwrap()
+            )
+        );
+        if choice.index_bytes == heuristics.0 {
+            assert_eq!(choice.mode_order, heuristics.1, "case {case}: a tie keeps the heuristics' pick");
+        }
+    }
+}
