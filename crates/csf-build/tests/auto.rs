@@ -12,22 +12,6 @@ fn index_bytes(built: &Built) -> u64 {
     built.tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum()
 }
 
-/// Every permutation of `0..rank`, in lexicographic order.
-fn permutations(rank: u32) -> Vec<Vec<u32>> {
-    if rank == 0 {
-        return vec![vec![]];
-    }
-    let mut out = Vec::new();
-    for first in 0..rank {
-        for rest in permutations(rank - 1) {
-            let mut order = vec![first];
-            order.extend(rest.into_iter().map(|d| if d >= first { d + 1 } else { d }));
-            out.push(order);
-        }
-    }
-    out
-}
-
 /// A small random tensor: a shape mixing tiny, small and huge extents (huge
 /// ones make sets too sparse for bitmaps, so partition passes and, beyond
 /// 128 bits, the comparison fallback run), and entries drawn uniformly, from
@@ -96,11 +80,13 @@ fn check_exact(shape: &[u64], indices: &[u64], what: &str) {
     let columns: Vec<Vec<u64>> =
         (0..shape.len()).map(|d| indices.iter().skip(d).step_by(shape.len()).copied().collect()).collect();
     let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-    let best =
-        sizes(&Coo::new(shape, Indices::RowMajor(indices), &values), &permutations(shape.len() as u32))
-            .into_iter()
-            .min()
-            .unwrap();
+    let best = sizes(
+        &Coo::new(shape, Indices::RowMajor(indices), &values),
+        &csf_testdata::permutations(shape.len() as u32),
+    )
+    .into_iter()
+    .min()
+    .unwrap();
     for (layout, indices) in
         [("row-major", Indices::RowMajor(indices)), ("columnar", Indices::Columnar(&columns))]
     {

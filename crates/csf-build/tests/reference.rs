@@ -195,22 +195,6 @@ fn empty_input_gives_the_spec_empty_form() {
     assert_eq!(zero_extent.tensor.view().nnz(), 0);
 }
 
-/// Every permutation of `0..rank`, in lexicographic order.
-fn permutations(rank: u32) -> Vec<Vec<u32>> {
-    if rank == 0 {
-        return vec![vec![]];
-    }
-    let mut out = Vec::new();
-    for first in 0..rank {
-        for rest in permutations(rank - 1) {
-            let mut order = vec![first];
-            order.extend(rest.into_iter().map(|d| if d >= first { d + 1 } else { d }));
-            out.push(order);
-        }
-    }
-    out
-}
-
 fn index_bytes(built: &csf_build::Built) -> u64 {
     built.tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum()
 }
@@ -233,7 +217,7 @@ fn auto_picks_the_lexicographically_first_smallest_order() {
         let coo = f64_coo(&shape, &indices, &values);
         let options = Options { duplicates: Duplicates::Last, ..Options::default() };
         let auto = build(&coo, &Options { mode_order: ModeOrder::Auto, ..options.clone() }).unwrap();
-        let sizes: Vec<(u64, Vec<u32>)> = permutations(shape.len() as u32)
+        let sizes: Vec<(u64, Vec<u32>)> = csf_testdata::permutations(shape.len() as u32)
             .into_iter()
             .map(|order| {
                 let built = build(

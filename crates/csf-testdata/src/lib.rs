@@ -237,6 +237,23 @@ pub fn shared_data() -> Option<PathBuf> {
     dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
 }
 
+/// Every permutation of `0..rank`, in lexicographic order (the orders a
+/// brute-force check of `ModeOrder::Auto` builds).
+pub fn permutations(rank: u32) -> Vec<Vec<u32>> {
+    if rank == 0 {
+        return vec![vec![]];
+    }
+    let mut out = Vec::new();
+    for first in 0..rank {
+        for rest in permutations(rank - 1) {
+            let mut order = vec![first];
+            order.extend(rest.into_iter().map(|d| if d >= first { d + 1 } else { d }));
+            out.push(order);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
