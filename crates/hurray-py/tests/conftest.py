@@ -13,12 +13,20 @@ from __future__ import annotations
 
 import itertools
 import mmap
+import os
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from hypothesis import strategies as st
+
+# CI runs the same examples every time (a failure there is reproducible, never
+# a coin toss); HYPOTHESIS_PROFILE=explore searches afresh on each run.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 import hurray_csf as hc
 
@@ -181,6 +189,12 @@ def dense_of(coords: np.ndarray, values: np.ndarray, shape: Sequence[int]) -> np
     return d
 
 
+def same_dense(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal arrays from another library, a NaN equal to a NaN (libraries
+    need not keep a NaN's payload bits)."""
+    return bool(np.array_equal(a, b, equal_nan=np.asarray(a).dtype.kind in "fc"))
+
+
 def same_values(a: np.ndarray, b: np.ndarray) -> bool:
     """Equal dtype and bit for bit equal (NaN payloads and -0.0 included)."""
     if a.dtype != b.dtype or a.shape != b.shape:
@@ -289,17 +303,17 @@ def exercise_conversions(t: hc.CsfTensor, label: str = "") -> None:
         # OverflowError: a coordinate of 2^63 or more does not fit Arrow's int64.
         a = call(f"{label} to_pyarrow", t.to_pyarrow, allowed=ALLOWED + (OverflowError,))
         if a is not None and small:
-            assert np.array_equal(a.to_tensor().to_numpy(), t.to_dense())
+            assert same_dense(a.to_tensor().to_numpy(), t.to_dense())
     if have("sparse"):
         s = call(f"{label} to_sparse", t.to_sparse)
         if s is not None and small:
-            assert np.array_equal(s.todense(), t.to_dense())
+            assert same_dense(s.todense(), t.to_dense())
     if have("torch"):
         # TypeError: torch has no sparse uint16/32/64 tensors; RuntimeError: torch's
         # own limits (a shape of 2^63 elements or more).
         x = call(f"{label} to_torch", t.to_torch, allowed=ALLOWED + (TypeError, RuntimeError))
         if x is not None and small:
-            assert np.array_equal(x.to_dense().numpy(), t.to_dense())
+            assert same_dense(x.to_dense().numpy(), t.to_dense())
 
 
 def base_chain(a) -> list:
