@@ -110,7 +110,7 @@ impl<'a> Counter<'a> {
 
     /// Whether `set` is counted by a bitmap scan.
     pub(crate) fn is_dense(&self, set: Dims) -> bool {
-        let budget = (BITS_PER_ENTRY * self.entries()).max(MIN_BITS);
+        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         self.cells(set).is_some_and(|c| c <= DENSE_BITS.min(budget))
     }
 
@@ -138,7 +138,7 @@ impl<'a> Counter<'a> {
                 scan.1.push(set);
             }
         }
-        let budget = (BITS_PER_ENTRY * self.entries()).max(MIN_BITS);
+        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         while !scans.is_empty() {
             let (mut wave, mut bits) = (0, 0);
             while wave < scans.len() && (wave == 0 || bits + scans[wave].0 <= budget) {
