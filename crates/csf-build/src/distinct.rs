@@ -110,7 +110,7 @@ impl<'a> Counter<'a> {
 
     /// Whether `set` is counted by a bitmap scan.
     pub(crate) fn is_dense(&self, set: Dims) -> bool {
-        let budget = (BITS_PER_ENTRY * self.entries()).max(MIN_BITS);
+        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         self.cells(set).is_some_and(|c| c <= DENSE_BITS.min(budget))
     }
 
@@ -138,7 +138,7 @@ impl<'a> Counter<'a> {
                 scan.1.push(set);
             }
         }
-        let budget = (BITS_PER_ENTRY * self.entries()).max(MIN_BITS);
+        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         while !scans.is_empty() {
             let (mut wave, mut bits) = (0, 0);
             while wave < scans.len() && (wave == 0 || bits + scans[wave].0 <= budget) {
@@ -217,11 +217,15 @@ struct Bitmap {
 impl Bitmap {
     fn new(shape: &[u64], set: Dims) -> Self {
         let dims: Vec<usize> = dims_of(set).collect();
+        // A dense set's cells fit `u64`, but with an extent of 0 (and so no
+        // entries) a partial product of the others may not: saturate, the
+        // strides are then never used.
+        let product = |dims: &[usize]| dims.iter().map(|&d| shape[d]).fold(1, u64::saturating_mul);
         let mut strides = [0u64; 64];
         for (i, stride) in strides.iter_mut().enumerate().take(dims.len()) {
-            *stride = dims[i + 1..].iter().map(|&d| shape[d]).product();
+            *stride = product(&dims[i + 1..]);
         }
-        let cells: u64 = dims.iter().map(|&d| shape[d]).product();
+        let cells = product(&dims);
         Self { set, dims, strides, words: vec![0u64; cells.div_ceil(64) as usize] }
     }
 
