@@ -105,18 +105,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// The CPU time of the whole process so far (all threads: rayon's workers
-/// included, their spinning while idle too).
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable `timespec`; `clock_gettime` only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// A run's wall-clock time, CPU time (all threads), and peak heap bytes above
 /// what was live when it started.
 #[derive(Clone, Copy, Debug)]
@@ -130,11 +118,11 @@ struct Sample {
 fn measure<T>(f: impl FnOnce() -> T) -> (T, Sample) {
     let base = CURRENT.load(Relaxed);
     PEAK.store(base, Relaxed);
-    let cpu = cpu_time();
+    let cpu = csf_testdata::process_cpu_time();
     let start = Instant::now();
     let out = black_box(f());
     let wall = start.elapsed();
-    let cpu = cpu_time().saturating_sub(cpu);
+    let cpu = csf_testdata::process_cpu_time().saturating_sub(cpu);
     (out, Sample { wall, cpu, peak: PEAK.load(Relaxed).saturating_sub(base) })
 }
 

@@ -48,16 +48,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable `timespec`; `clock_gettime` only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
@@ -95,9 +85,9 @@ struct Best {
 fn timed(f: impl FnOnce() -> csf_build::Built) -> (csf_build::Built, Duration, Duration, usize) {
     let base = CURRENT.load(Relaxed);
     PEAK.store(base, Relaxed);
-    let (c0, t0) = (cpu_time(), Instant::now());
+    let (c0, t0) = (csf_testdata::process_cpu_time(), Instant::now());
     let out = f();
-    (out, t0.elapsed(), cpu_time().saturating_sub(c0), PEAK.load(Relaxed) - base)
+    (out, t0.elapsed(), csf_testdata::process_cpu_time().saturating_sub(c0), PEAK.load(Relaxed) - base)
 }
 
 fn run(name: &str, coo: &csf_testdata::Coo, rounds: usize, parallel: bool) {

@@ -46,9 +46,9 @@ fn main() {
     let options = Options { duplicates: Duplicates::Sum, parallel: threads != 1, ..Options::default() };
     let run = || {
         for _ in 0..builds {
-            let (start, cpu) = (Instant::now(), cpu_time());
+            let (start, cpu) = (Instant::now(), csf_testdata::process_cpu_time().as_secs_f64());
             let built = build(&input, &options).expect("build");
-            let (time, cpu) = (start.elapsed(), cpu_time() - cpu);
+            let (time, cpu) = (start.elapsed(), csf_testdata::process_cpu_time().as_secs_f64() - cpu);
             println!(
                 "{nnz} non-zeros in {:.4} s ({:.1} M/s), CPU {:.4} s",
                 time.as_secs_f64(),
@@ -63,16 +63,4 @@ fn main() {
     } else {
         run();
     }
-}
-
-/// CPU time of the whole process (all threads), which a loaded machine does
-/// not inflate the way it does wall-clock time.
-fn cpu_time() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable `timespec`; `clock_gettime` only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

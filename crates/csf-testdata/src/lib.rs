@@ -13,6 +13,19 @@ pub mod corpus;
 
 pub mod alloc_count;
 
+/// The CPU time of the whole process (all threads), which a loaded machine
+/// does not inflate the way it does wall-clock time; zero where the clock is
+/// unavailable. The benchmarks and profiling examples share it.
+pub fn process_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable `timespec`; `clock_gettime` only writes it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
