@@ -732,14 +732,6 @@ impl Job<'_> {
         BuildError::Duplicate { index, first, second }
     }
 
-    fn duplicate_error(&self, earlier: usize, later: usize) -> BuildError {
-        BuildError::Duplicate {
-            index: (0..self.source.shape.len()).map(|d| self.source.coord(later, d)).collect(),
-            first: earlier.min(later),
-            second: earlier.max(later),
-        }
-    }
-
     /// The fallback for keys wider than 128 bits: a stable comparison sort of
     /// entry positions by their storage-order tuples.
     fn run_by_comparison(&self) -> Result<Output, BuildError> {
@@ -789,7 +781,7 @@ impl Job<'_> {
     ) -> Result<(), BuildError> {
         let last = positions.len() - 1;
         match self.options.duplicates {
-            Duplicates::Error => Err(self.duplicate_error(earlier, later)),
+            Duplicates::Error => Err(self.source.duplicate(earlier, later)),
             Duplicates::First => Ok(()),
             Duplicates::Last => {
                 positions[last] = later as u64;

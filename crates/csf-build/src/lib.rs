@@ -277,6 +277,15 @@ pub(crate) struct Source<'a> {
 }
 
 impl Source<'_> {
+    /// The error for entries `a` and `b`, which share a logical index.
+    pub(crate) fn duplicate(&self, a: usize, b: usize) -> BuildError {
+        BuildError::Duplicate {
+            index: (0..self.shape.len()).map(|d| self.coord(b, d)).collect(),
+            first: a.min(b),
+            second: a.max(b),
+        }
+    }
+
     #[inline]
     pub(crate) fn coord(&self, entry: usize, dim: usize) -> u64 {
         match self.indices {

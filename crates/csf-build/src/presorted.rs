@@ -186,7 +186,7 @@ impl<T: Tuples> Walk<'_, T> {
             if let (Some((first, second)), Duplicates::Error) =
                 (run.first_duplicate, self.input.options.duplicates)
             {
-                return Err(self.duplicate(first, second));
+                return Err(self.input.source.duplicate(first, second));
             }
             return self.write(&run.counts, &strays).map(Some);
         }
@@ -258,15 +258,6 @@ impl<T: Tuples> Walk<'_, T> {
         Merged { walk: self, strays, next: 0, stray: 0, pending: None }
     }
 
-    fn duplicate(&self, first: usize, second: usize) -> BuildError {
-        let source = self.input.source;
-        BuildError::Duplicate {
-            index: (0..source.shape.len()).map(|d| source.coord(second, d)).collect(),
-            first,
-            second,
-        }
-    }
-
     /// Writes every level and the values into arrays of `sizes[L]` nodes
     /// (the exact counts, or bounds of them), cut to what was written.
     fn write(&self, sizes: &[usize], strays: &Strays) -> Result<Output, BuildError> {
@@ -333,7 +324,9 @@ impl<T: Tuples> Walk<'_, T> {
                     Duplicates::Last => copy_slot::<W>(into, slot),
                     Duplicates::First => {}
                     // The first duplicate in storage order, its two first entries in input order.
-                    Duplicates::Error => return Err(self.duplicate(prev.unwrap_or(entry), entry)),
+                    Duplicates::Error => {
+                        return Err(self.input.source.duplicate(prev.unwrap_or(entry), entry))
+                    }
                 }
                 prev = Some(entry);
                 continue;
