@@ -70,7 +70,9 @@ fn setup() -> Result {
 
 fn miri_test(krate: &str, selection: &[&str]) -> Result {
     let mut cmd = nightly_cargo();
-    cmd.env("MIRIFLAGS", MIRIFLAGS).args(["miri", "test", "--locked", "--target", TARGET, "-p", krate]);
+    crate::with_ci_proptest_seed(&mut cmd)
+        .env("MIRIFLAGS", MIRIFLAGS)
+        .args(["miri", "test", "--locked", "--target", TARGET, "-p", krate]);
     run(cmd.args(selection))
 }
 

@@ -21,6 +21,23 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 
 // ------------------------------------------------------------ the checker
 
+/// A value as comparable bits: garbage bytes hold NaNs, and `NaN != NaN`
+/// would fail a comparison of two reads of the same element.
+fn bits(value: Option<Value>) -> Option<(core::mem::Discriminant<Value>, u64)> {
+    value.map(|v| {
+        let bits = match v {
+            Value::F32(x) => u64::from(x.to_bits()),
+            Value::F64(x) => x.to_bits(),
+            // Every other variant is an integer of at most 32 bits or a narrow format's
+            // raw bits: `to_f64` is exact and deterministic for them.
+            Value::I64(x) => x as u64,
+            Value::U64(x) => x,
+            other => other.to_f64().to_bits(),
+        };
+        (core::mem::discriminant(&v), bits)
+    })
+}
+
 /// What one iteration API yielded: (logical index or storage coords, leaf).
 type Yield = Vec<(Vec<u64>, usize)>;
 
@@ -43,10 +60,10 @@ fn check_total(view: &CsfView<'_>, rng: &mut Rng) -> Yield {
         assert_eq!(cursor.coords().len(), rank);
         assert_eq!(cursor.index().len(), rank);
         assert_eq!(Some(cursor.coords()[last]), leaf_level.crd.get(leaf));
-        assert_eq!(cursor.value_raw(), view.values().get_raw(leaf));
+        assert_eq!(bits(cursor.value_raw()), bits(view.values().get_raw(leaf)));
         // A value exists only below the descriptor's nnz, whatever the buffer holds.
         let real = if (leaf as u64) < view.nnz() { view.values().get_raw(leaf) } else { None };
-        assert_eq!(cursor.value(), real);
+        assert_eq!(bits(cursor.value()), bits(real));
         by_cursor.push((cursor.index().to_vec(), leaf));
         assert!(by_cursor.len() <= n_last);
     }
@@ -99,9 +116,9 @@ fn check_total(view: &CsfView<'_>, rng: &mut Rng) -> Yield {
                 assert!(leaf < n_last);
                 let dim = view.mode_order()[last] as usize;
                 assert_eq!(leaf_level.crd.get(leaf), Some(index[dim]));
-                assert_eq!(view.get_raw(index).unwrap(), view.values().get_raw(leaf));
+                assert_eq!(bits(view.get_raw(index).unwrap()), bits(view.values().get_raw(leaf)));
                 let real = if (leaf as u64) < view.nnz() { view.values().get_raw(leaf) } else { None };
-                assert_eq!(view.get(index).unwrap(), real);
+                assert_eq!(bits(view.get(index).unwrap()), bits(real));
             }
             Ok(None) => assert_eq!(view.get_f64(index), Ok(0.0)),
             Err(
