@@ -236,20 +236,26 @@ struct Plan {
 }
 
 fn plan(descriptor: &Descriptor, buffers: &[&[u8]]) -> Result<Plan, EncodeError> {
+    plan_lengths(descriptor, buffers.len(), buffers.iter().map(|b| b.len() as u64))
+}
+
+/// [`plan`] from the buffers' lengths alone (`count` of them).
+fn plan_lengths(
+    descriptor: &Descriptor,
+    count: usize,
+    lengths: impl Iterator<Item = u64>,
+) -> Result<Plan, EncodeError> {
     if descriptor.layout != LayoutTag::CSF {
         return Err(EncodeError::UnsupportedLayout(descriptor.layout));
     }
-    if descriptor.buffers.len() != buffers.len() {
-        return Err(EncodeError::BufferCountMismatch {
-            table: descriptor.buffers.len(),
-            given: buffers.len(),
-        });
+    if descriptor.buffers.len() != count {
+        return Err(EncodeError::BufferCountMismatch { table: descriptor.buffers.len(), given: count });
     }
     let mut planned = *descriptor;
     let mut end = 0u64;
-    for (entry, bytes) in planned.buffers.as_mut_slice().iter_mut().zip(buffers) {
+    for (entry, length) in planned.buffers.as_mut_slice().iter_mut().zip(lengths) {
         entry.offset = align_up(end).ok_or(EncodeError::TooLarge)?;
-        entry.length = bytes.len() as u64;
+        entry.length = length;
         end = entry.offset.checked_add(entry.length).ok_or(EncodeError::TooLarge)?;
     }
     let descriptor_len = postcard::serialize_with_flavor(&planned, postcard::ser_flavors::Size::default())
@@ -344,17 +350,47 @@ pub fn encode_to_vec(descriptor: &Descriptor, buffers: &[&[u8]]) -> Result<alloc
 pub fn encode_to_writer<W: std::io::Write>(
     descriptor: &Descriptor,
     buffers: &[&[u8]],
-    mut writer: W,
+    writer: W,
 ) -> Result<u64, EncodeError> {
-    let plan = plan(descriptor, buffers)?;
+    let lengths: alloc::vec::Vec<u64> = buffers.iter().map(|b| b.len() as u64).collect();
+    encode_streamed(descriptor, &lengths, writer, |index, writer| {
+        let bytes = buffers.get(index).copied().unwrap_or(&[]);
+        writer.write_all(bytes)?;
+        Ok(bytes.len() as u64)
+    })
+}
+
+/// Streams a container whose buffers are not in memory (spill files, say):
+/// only their `lengths` are known up front, and `write_buffer(index, writer)`
+/// writes buffer `index` when its turn comes, returning how many bytes it
+/// wrote. Header, descriptor and padding come from `descriptor` and
+/// `lengths` exactly as [`encode_to_writer`] makes them from the buffers, so
+/// the bytes are the same. Returns the number of bytes written.
+///
+/// # Errors
+/// As [`encode_to_slice`]; [`EncodeError::BufferLengthMismatch`] when
+/// `write_buffer` wrote another number of bytes than `lengths` announced (the
+/// output is then not a container); [`EncodeError::Io`] when a write fails.
+#[cfg(feature = "std")]
+pub fn encode_streamed<W: std::io::Write>(
+    descriptor: &Descriptor,
+    lengths: &[u64],
+    mut writer: W,
+    mut write_buffer: impl FnMut(usize, &mut W) -> std::io::Result<u64>,
+) -> Result<u64, EncodeError> {
+    let plan = plan_lengths(descriptor, lengths.len(), lengths.iter().copied())?;
     let mut head = alloc::vec![0u8; plan.data_start];
     write_head(&plan, &mut head)?;
     writer.write_all(&head)?;
     let mut end = 0u64;
-    for (entry, bytes) in plan.descriptor.buffers.iter().zip(buffers) {
+    for (index, entry) in plan.descriptor.buffers.iter().enumerate() {
+        // Below BUFFER_ALIGNMENT: `offset` is `end` rounded up.
         let pad = (entry.offset - end) as usize;
         writer.write_all(ZEROS.get(..pad).unwrap_or(&[]))?;
-        writer.write_all(bytes)?;
+        let written = write_buffer(index, &mut writer)?;
+        if written != entry.length {
+            return Err(EncodeError::BufferLengthMismatch { index, announced: entry.length, written });
+        }
         end = entry.offset + entry.length;
     }
     writer.flush()?;

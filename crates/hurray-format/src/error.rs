@@ -241,6 +241,16 @@ pub enum EncodeError {
     /// The container would be larger than this platform can address.
     #[error("the container is larger than this platform can address")]
     TooLarge,
+    /// A streamed buffer's writer wrote another length than announced.
+    #[error("buffer {index}: {announced} bytes announced, {written} written")]
+    BufferLengthMismatch {
+        /// The buffer's row in the table.
+        index: usize,
+        /// The length given up front.
+        announced: u64,
+        /// The bytes the writer wrote.
+        written: u64,
+    },
     /// Writing failed.
     #[cfg(feature = "std")]
     #[error("write failed: {0}")]

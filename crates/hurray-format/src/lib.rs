@@ -24,9 +24,9 @@ mod wire;
 
 #[cfg(feature = "alloc")]
 pub use container::encode_to_vec;
-#[cfg(feature = "std")]
-pub use container::encode_to_writer;
 pub use container::{align_up, encode_to_slice, encoded_len, Container, FORMAT_VERSION, HEADER_LEN, MAGIC};
+#[cfg(feature = "std")]
+pub use container::{encode_streamed, encode_to_writer};
 pub use descriptor::{
     csf, BufferEntry, BufferTable, Descriptor, DeviceTag, Flags, ModeOrder, QuantScheme, Quantization, Shape,
     ShardDescriptor, Statistics,

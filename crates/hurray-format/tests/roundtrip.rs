@@ -398,4 +398,51 @@ proptest! {
         prop_assert_eq!(written, bytes.len() as u64);
         prop_assert_eq!(out, bytes);
     }
+
+    /// `encode_streamed` (feature `std`) writes the same bytes from lengths and
+    /// a callback, each buffer written in pieces as a spill file's copy would.
+    #[cfg(feature = "std")]
+    #[test]
+    fn encode_streamed_matches_encode_to_slice((d, buffers, bytes) in valid_container()) {
+        use std::io::Write;
+        let lengths: Vec<u64> = buffers.iter().map(|b| b.len() as u64).collect();
+        let mut out = Vec::new();
+        let written = hurray_format::encode_streamed(&d, &lengths, &mut out, |index, w| {
+            for piece in buffers[index].chunks(3) {
+                w.write_all(piece)?;
+            }
+            Ok(buffers[index].len() as u64)
+        })
+        .unwrap();
+        prop_assert_eq!(written, bytes.len() as u64);
+        prop_assert_eq!(out, bytes);
+    }
+}
+
+/// A streamed buffer that comes out shorter than announced is an error
+/// naming the buffer, never a container with a shifted table.
+#[cfg(feature = "std")]
+#[test]
+fn encode_streamed_rejects_a_buffer_of_another_length() {
+    use std::io::Write;
+    let mut d =
+        hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 2, 2], &[0, 1, 2], 1).unwrap();
+    for _ in 0..7 {
+        d.buffers.push(hurray_format::BufferEntry::default()).unwrap();
+    }
+    let lengths = vec![4u64; d.buffers.len()];
+    let mut out = Vec::new();
+    let err = hurray_format::encode_streamed(&d, &lengths, &mut out, |index, w| {
+        let n = if index == 3 { 3 } else { 4 };
+        w.write_all(&[0; 4][..n])?;
+        Ok(n as u64)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            hurray_format::EncodeError::BufferLengthMismatch { index: 3, announced: 4, written: 3 }
+        ),
+        "{err:?}"
+    );
 }
