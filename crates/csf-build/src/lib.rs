@@ -4,6 +4,7 @@
 
 mod bucket;
 mod build;
+mod concat;
 mod distinct;
 mod key;
 mod order;
@@ -20,6 +21,7 @@ use hurray_format::{ElementType, Statistics};
 use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, reorder};
+pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 
 pub use order::{AutoChoice, EXACT_MAX_RANK};
 pub use quantize::{quantize, ParseQuantizeError, Quantize, QuantizeError, MAX_CHANNELS};
