@@ -207,7 +207,9 @@ impl<S: ArraySink> Joiner<S> {
     /// storage invariants 1-5, the empty-tensor form, no interior node
     /// without children, and the value-content rules of `docs/format.md`
     /// § 2.1 (`bool` bytes, FP6 high bits; the unused nibble after an odd
-    /// count of 4-bit values is not copied, so it is not checked).
+    /// count of 4-bit values is not copied, so it is not checked). A part
+    /// that breaks several rules is refused for the first one the pass meets,
+    /// which need not be the first in `csf-validate`'s check order.
     ///
     /// # Errors
     /// Before anything is written, leaving the joiner as it was:
