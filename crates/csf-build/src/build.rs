@@ -224,7 +224,7 @@ pub(crate) fn entry_count(indices: Indices<'_>, rank: usize) -> Result<usize, Bu
     }
 }
 
-fn check_permutation(order: &[u32], rank: usize) -> Result<(), BuildError> {
+pub(crate) fn check_permutation(order: &[u32], rank: usize) -> Result<(), BuildError> {
     let mut seen = vec![false; rank];
     let ok = order.len() == rank
         && order.iter().all(|&d| seen.get_mut(d as usize).is_some_and(|s| !std::mem::replace(s, true)));

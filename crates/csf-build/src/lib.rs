@@ -6,6 +6,7 @@ mod bucket;
 mod build;
 mod concat;
 mod distinct;
+mod external;
 mod key;
 mod order;
 mod presorted;
@@ -22,6 +23,7 @@ use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, reorder};
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
+pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 
 pub use order::{AutoChoice, EXACT_MAX_RANK};
 pub use quantize::{quantize, ParseQuantizeError, Quantize, QuantizeError, MAX_CHANNELS};

@@ -87,6 +87,15 @@ pub struct ConvertArgs {
     /// Print the time of each phase (read, parse, build, write) on stderr.
     #[arg(long)]
     pub timings: bool,
+    /// Build within this much memory (e.g. 512MiB, 4GiB): the input is read as a
+    /// stream and its entries spilled to key-range partitions on disk, each built
+    /// alone; the file is the one an in-memory build writes. Without it, the
+    /// external build is used when the input would not fit in available memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<u64>,
+    /// Where the external build's spill files go (default: the output's directory).
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
 }
 
 /// `hurray inspect`.
@@ -211,6 +220,34 @@ fn parse_shape(text: &str) -> Result<Shape, String> {
     Ok(Shape(shape))
 }
 
+/// A byte count: an integer with an optional unit (B, KiB, MiB, GiB, TiB; KB,
+/// MB, GB, TB are decimal).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("expected a size such as 512MiB, got `{text}`"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => {
+            return Err(format!("unknown size unit `{other}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"))
+        }
+    };
+    let bytes = number.checked_mul(scale).ok_or_else(|| format!("`{text}` is too large"))?;
+    if bytes < 1 << 16 {
+        return Err(format!("--memory {text} is below the minimum of 64KiB"));
+    }
+    Ok(bytes)
+}
+
 fn parse_index(text: &str) -> Result<Index, String> {
     parse_list(text, "expected I0,I1,...").map(Index)
 }
@@ -285,5 +322,13 @@ mod tests {
         assert!(parse_dtype("float").unwrap_err().contains("unknown element type"));
         assert_eq!(parse_index("0, 1,2"), Ok(Index(vec![0, 1, 2])));
         assert!(parse_index("a,b").is_err());
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2 gb"), Ok(2_000_000_000));
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert!(parse_size("1KiB").unwrap_err().contains("minimum"));
+        assert!(parse_size("1PiB").unwrap_err().contains("unknown size unit"));
+        assert!(parse_size("99999999999TiB").unwrap_err().contains("too large"));
+        assert!(parse_size("GiB").is_err());
     }
 }

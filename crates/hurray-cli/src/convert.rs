@@ -9,6 +9,7 @@ use hurray_format::ElementType;
 
 use crate::cli::{ConvertArgs, DuplicatesArg, ModeOrderArg};
 use crate::error::{Error, Result};
+use crate::external;
 use crate::files::{self, Output};
 use crate::format;
 use crate::progress::{self, Progress};
@@ -35,8 +36,26 @@ struct Timings {
     file_bytes: u64,
 }
 
-/// Runs `convert`.
+/// Runs `convert`: in memory, or within a budget (`--memory`, or when the
+/// input would not fit in available memory).
 pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
+    if args.temp_dir.is_some() && args.memory.is_none() && !cx.quiet {
+        eprintln!(
+            "hurray: --temp-dir is used only by the external build (--memory, or inputs larger than memory)"
+        );
+    }
+    match external::budget(args)? {
+        Some(budget) => external::run(args, cx, budget),
+        None => run_in_memory(args, cx),
+    }
+}
+
+/// `convert` with the whole input and tensor in memory.
+pub fn empty_input(args: &ConvertArgs, cx: &Context) -> Result<()> {
+    run_in_memory(args, cx)
+}
+
+fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
     let path = args.input.as_path();
     let started = Instant::now();
     let clock = Clock::start();
@@ -64,14 +83,7 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
             return Err(Error::data(path, "no non-zeros in the file: give --shape to write an empty tensor"));
         }
     };
-    if let ModeOrderArg::Explicit(order) = &args.mode_order {
-        if order.len() != rank {
-            return Err(Error::data(
-                path,
-                format!("--mode-order has {} entries, the tensor has rank {rank}", order.len()),
-            ));
-        }
-    }
+    check_mode_order_rank(args, rank)?;
     let mut timings = Timings {
         read,
         read_how: input.how(gzip),
@@ -132,7 +144,39 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
     Ok(())
 }
 
-fn check_rank(path: &Path, first: tns::FirstLine) -> Result<usize> {
+/// `--mode-order` must list one entry per dimension.
+pub fn check_mode_order_rank(args: &ConvertArgs, rank: usize) -> Result<()> {
+    match &args.mode_order {
+        ModeOrderArg::Explicit(order) if order.len() != rank => Err(Error::data(
+            &args.input,
+            format!("--mode-order has {} entries, the tensor has rank {rank}", order.len()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The build options the arguments ask for.
+pub fn options(args: &ConvertArgs) -> Options {
+    Options {
+        mode_order: match &args.mode_order {
+            ModeOrderArg::Identity => ModeOrder::Identity,
+            ModeOrderArg::Auto => ModeOrder::Auto,
+            ModeOrderArg::Explicit(order) => ModeOrder::Explicit(order.clone()),
+        },
+        duplicates: match args.duplicates {
+            DuplicatesArg::Error => Duplicates::Error,
+            DuplicatesArg::Sum => Duplicates::Sum,
+            DuplicatesArg::Last => Duplicates::Last,
+            DuplicatesArg::First => Duplicates::First,
+        },
+        drop_zeros: args.drop_zeros,
+        parallel: true,
+        quantize: args.quantize,
+    }
+}
+
+/// The rank a file's first data line implies, when CSF can store it.
+pub fn check_rank(path: &Path, first: tns::FirstLine) -> Result<usize> {
     let rank = first.fields.saturating_sub(1);
     if rank == 0 {
         return Err(Error::line(path, first.line, "a line needs 1-based coordinates and then a value"));
@@ -180,22 +224,7 @@ impl Job<'_> {
         (timings.lines, timings.chunks, timings.nnz_in) = (parsed.lines, parsed.chunks, parsed.len());
 
         let shape: Vec<u64> = shape.map_or_else(|| parsed.max.clone(), <[u64]>::to_vec);
-        let options = Options {
-            mode_order: match &args.mode_order {
-                ModeOrderArg::Identity => ModeOrder::Identity,
-                ModeOrderArg::Auto => ModeOrder::Auto,
-                ModeOrderArg::Explicit(order) => ModeOrder::Explicit(order.clone()),
-            },
-            duplicates: match args.duplicates {
-                DuplicatesArg::Error => Duplicates::Error,
-                DuplicatesArg::Sum => Duplicates::Sum,
-                DuplicatesArg::Last => Duplicates::Last,
-                DuplicatesArg::First => Duplicates::First,
-            },
-            drop_zeros: args.drop_zeros,
-            parallel: true,
-            quantize: args.quantize,
-        };
+        let options = options(args);
         let clock = Clock::start();
         let spinner = Progress::spinner(show, "building");
         let coo = Coo {
@@ -217,7 +246,7 @@ impl Job<'_> {
 
 /// A build error, with input entries turned back into line numbers (the
 /// input is read again for that: errors are rare, memory is not).
-fn build_error(path: &Path, error: BuildError) -> Error {
+pub fn build_error(path: &Path, error: BuildError) -> Error {
     let lines = |entries: &[usize]| -> Option<Vec<u64>> {
         let (input, _) = files::open_text(path).ok()?;
         entries.iter().map(|&e| tns::line_of_entry(&input, e)).collect()
@@ -292,7 +321,7 @@ fn print_timings(args: &ConvertArgs, t: &Timings, total: Duration) {
 
 /// Wall-clock and CPU time of one phase.
 #[derive(Clone, Copy, Debug, Default)]
-struct Phase {
+pub struct Phase {
     wall: Duration,
     cpu: Option<Duration>,
 }
@@ -308,17 +337,17 @@ impl std::fmt::Display for Phase {
 }
 
 /// Starts timing a phase.
-struct Clock {
+pub struct Clock {
     wall: Instant,
     cpu: Option<Duration>,
 }
 
 impl Clock {
-    fn start() -> Self {
+    pub fn start() -> Self {
         Self { wall: Instant::now(), cpu: cpu_time() }
     }
 
-    fn stop(&self) -> Phase {
+    pub fn stop(&self) -> Phase {
         let cpu = match (self.cpu, cpu_time()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
@@ -341,7 +370,7 @@ fn cpu_time() -> Option<Duration> {
 }
 
 /// The process's peak resident set size (Linux's `VmHWM`), when known.
-fn peak_rss() -> Option<u64> {
+pub fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -7,6 +7,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
+use crate::cleanup;
 use crate::error::{Error, Result, STDOUT};
 
 /// The bytes of an input file: a read-only memory map, or an owned buffer
@@ -92,6 +93,8 @@ pub fn open_text(path: &Path) -> Result<(Input, bool)> {
 pub struct Output {
     path: PathBuf,
     sink: Sink,
+    /// The temporary file, registered for removal on SIGINT and SIGTERM.
+    _cleanup: Option<cleanup::Guard>,
 }
 
 enum Sink {
@@ -106,11 +109,13 @@ impl Output {
             None => Ok(Self {
                 path: PathBuf::from(STDOUT),
                 sink: Sink::Stdout(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+                _cleanup: None,
             }),
             Some(path) => {
                 let temp = temp_beside(path)?;
                 Ok(Self {
                     path: path.to_path_buf(),
+                    _cleanup: Some(cleanup::register(temp.path())),
                     sink: Sink::File(BufWriter::with_capacity(1 << 20, temp)),
                 })
             }

@@ -4,10 +4,12 @@
 //! Exit status: 0 success, 1 invalid or unreadable data, 2 usage error.
 //! Every error is one line on stderr, `hurray: FILE: what is wrong`.
 
+mod cleanup;
 mod cli;
 mod convert;
 mod dump;
 mod error;
+mod external;
 mod files;
 mod format;
 mod get;
@@ -27,6 +29,7 @@ use crate::error::{Error, EXIT_OK};
 fn main() {
     // clap exits 2 on usage errors (0 for --help and --version).
     let cli = Cli::parse();
+    cleanup::install();
     let code = match run(&cli) {
         Ok(code) => code,
         Err(error) => {

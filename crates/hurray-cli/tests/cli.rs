@@ -883,3 +883,74 @@ fn validate_says_what_it_cannot_detect_and_it_is_true() {
     ok(["validate", s(&file)]);
     assert_eq!((before.as_str(), stdout(&ok(["get", s(&file), "0,0,1"])).as_str()), ("1\n", "1.5\n"));
 }
+
+#[test]
+fn convert_within_a_memory_budget_writes_the_in_memory_file() {
+    let dir = tmp();
+    let (text, _) = random_tns(21, 60_000);
+    let tns = dir.path().join("in.tns");
+    std::fs::write(&tns, &text).unwrap();
+    let gz = dir.path().join("in.tns.gz");
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, text.as_bytes()).unwrap();
+    std::fs::write(&gz, encoder.finish().unwrap()).unwrap();
+    let spill = dir.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    for extra in
+        [&["--mode-order", "3,1,0,2"][..], &["--dtype", "f32", "--drop-zeros"], &["--shape", "7,50,3,900"]]
+    {
+        let want = dir.path().join("mem.hurray");
+        ok([&["convert", s(&tns), "-o", s(&want), "-q"][..], extra].concat());
+        for input in [&tns, &gz] {
+            let got = dir.path().join("ext.hurray");
+            let args = [
+                "convert",
+                s(input),
+                "-o",
+                s(&got),
+                "--memory",
+                "64KiB",
+                "--temp-dir",
+                s(&spill),
+                "--timings",
+            ];
+            let out = ok([&args[..], extra].concat());
+            assert!(stderr(&out).contains("external build within 64.0 KiB"), "{}", stderr(&out));
+            assert!(
+                std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(),
+                "{extra:?} {input:?}: files differ"
+            );
+            assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "spill files left behind");
+        }
+    }
+}
+
+#[test]
+fn convert_within_a_budget_reports_bad_lines_and_duplicates_by_line() {
+    let dir = tmp();
+    let mut text = String::new();
+    for i in 1..=3000 {
+        text.push_str(&format!("{} {} {} 1.5\n", i % 7 + 1, i % 11 + 1, i));
+    }
+    let bad = format!("{text}1 2 x 4.0\n");
+    let tns = dir.path().join("bad.tns");
+    std::fs::write(&tns, &bad).unwrap();
+    let out = hurray(["convert", s(&tns), "-o", s(&dir.path().join("x.hurray")), "--memory", "64KiB"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("bad.tns:3001:"), "{}", stderr(&out));
+    let dup = format!("{text}{}", "2 2 1 9.0\n");
+    let tns = dir.path().join("dup.tns");
+    std::fs::write(&tns, &dup).unwrap();
+    let out = hurray(["convert", s(&tns), "-o", s(&dir.path().join("x.hurray")), "--memory", "64KiB"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("dup.tns:3001: duplicate of line 1:"), "{}", stderr(&out));
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "only the inputs remain: {names:?}");
+}
+
+#[test]
+fn convert_rejects_a_memory_budget_without_a_unit_it_knows() {
+    let out = hurray(["convert", "x.tns", "-o", "y.hurray", "--memory", "1PB"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("unknown size unit"), "{}", stderr(&out));
+}

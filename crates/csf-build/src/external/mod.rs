@@ -1,0 +1,701 @@
+//! Building tensors larger than memory, within a memory budget, through
+//! spill files in a temporary directory.
+//!
+//! The output is the file an in-memory [`build`](crate::build()) writes for the
+//! same entries and options, byte for byte. It rests on one property: sort the
+//! entries by their storage-order key, cut the sorted sequence into
+//! consecutive key ranges, build each range alone, and the parts join exactly
+//! ([`crate::concat`]).
+//!
+//! Two passes over disk:
+//! 1. *Spill.* Entries arrive in batches ([`ExternalBuilder::push`]). The
+//!    first quarter of the budget holds them in memory; when it fills, their
+//!    sorted keys choose key-range partitions (quantiles, so that each
+//!    partition's expected share fits the budget), and every entry from then
+//!    on is appended to its partition's spill file, in input order.
+//! 2. *Build.* [`ExternalBuilder::finish`] takes the partitions in key order.
+//!    One that holds more entries than a build fits in the budget is split
+//!    again by quantiles of its own keys; the others are read back whole,
+//!    built with `build` and the same options, and joined, their levels and
+//!    values streamed to one spill file per buffer; the container is then
+//!    written from those files ([`hurray_format::encode_streamed`]).
+//!
+//! Duplicates share a key, so they always meet in one partition, in input
+//! order: every duplicate policy, `drop_zeros`, and sums (added in the same
+//! order) come out as in memory. A single key with more duplicates than the
+//! budget holds cannot be split and is built over budget.
+
+mod spill;
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use hurray_format::{BufferEntry, Descriptor, ElementType, EncodeError, Statistics};
+
+use crate::build::{check_permutation, entry_count};
+use crate::concat::{ArraySink, ConcatError, Joiner};
+use crate::order::choose;
+use crate::values::Slots;
+use crate::{build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrder, Options, Source};
+use spill::{RecordReader, RecordShape, SpillDir, SpillWriter};
+
+/// How much memory and disk an [`ExternalBuilder`] may use.
+#[derive(Clone, Debug)]
+pub struct ExternalOptions {
+    /// The memory budget in bytes: entries held before spilling, spill
+    /// buffers, and each partition's in-memory build stay within it (about;
+    /// the build's own working memory is estimated from the record size).
+    pub memory: u64,
+    /// The directory under which a private spill directory is made (and
+    /// removed at the end, whatever the outcome).
+    pub temp_dir: PathBuf,
+    /// How many entries to expect in all, when known (a file's size over its
+    /// average line, say): it sizes the first partitioning so that no
+    /// partition has to be split again. Without it, partitions that outgrow
+    /// the budget are split in a third pass over their own bytes.
+    pub expected_entries: Option<u64>,
+}
+
+/// What an external build did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExternalReport {
+    /// Entries pushed.
+    pub entries: u64,
+    /// Entries merged into others or dropped as zeros.
+    pub removed: u64,
+    /// Non-zeros stored.
+    pub nnz: u64,
+    /// Partitions built (after any re-splits).
+    pub partitions: u64,
+    /// Partitions that outgrew the budget and were split again.
+    pub resplit: u64,
+    /// Bytes written to spill files: entry records and the output's buffers.
+    pub bytes_spilled: u64,
+    /// The container's length in bytes.
+    pub bytes_written: u64,
+    /// What `ModeOrder::Auto` chose, from the entries held before the first
+    /// spill (not from all entries: see [`ExternalBuilder`]).
+    pub mode_order: Vec<u32>,
+}
+
+/// Why an external build failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExternalError {
+    /// The entries or options are wrong, exactly as [`build`](crate::build())
+    /// says; entry positions count from the first entry pushed.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// Joining the partitions failed: a bug, since the partitions are
+    /// disjoint key ranges built by [`build`](crate::build()).
+    #[error("joining partitions: {0}")]
+    Join(#[source] Box<ConcatError<ExternalError>>),
+    /// A file operation failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the container failed.
+    #[error("writing the container: {0}")]
+    Encode(#[source] EncodeError),
+    /// An option the external build does not offer.
+    #[error("{0} is not available in the external build")]
+    Unsupported(&'static str),
+}
+
+impl From<ConcatError<ExternalError>> for ExternalError {
+    fn from(error: ConcatError<ExternalError>) -> Self {
+        match error {
+            // A spill file's own error, with its path.
+            ConcatError::Sink(error) => error,
+            other => Self::Join(Box::new(other)),
+        }
+    }
+}
+
+impl ExternalError {
+    pub(crate) fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
+        Self::Io { op, path: path.to_owned(), source }
+    }
+}
+
+/// Bytes a partition's build takes per spilled record byte: the records
+/// read back (coordinates, positions, values), the builder's keys and slots,
+/// and the levels it makes.
+const BUILD_BYTES_PER_RECORD_BYTE: u64 = 4;
+/// Open spill files at once (one per partition); more partitions than this
+/// are made by splitting again.
+const MAX_PARTITIONS: usize = 256;
+/// Keys sorted to choose the partitions' bounds.
+const QUANTILE_SAMPLE: usize = 1 << 16;
+/// The smallest spill-file buffer worth a write call.
+const MIN_SPILL_BUFFER: usize = 4096;
+
+/// Builds a CSF tensor from entries pushed in batches, holding at most about
+/// [`ExternalOptions::memory`] bytes (see the [module docs](self)).
+///
+/// `ModeOrder::Auto` decides from the entries held before the first spill (a
+/// quarter of the budget), with the guarantee of [`AutoChoice`](crate::AutoChoice)
+/// for those entries: on the whole input, the order that an in-memory build
+/// would choose when the first entries represent the rest. The chosen order is
+/// in the report. Quantization is not offered here yet.
+///
+/// ```
+/// use csf_build::{ExternalBuilder, ExternalOptions, Indices, Options};
+/// use hurray_format::ElementType;
+///
+/// let dir = std::env::temp_dir();
+/// let options = ExternalOptions { memory: 64 << 10, temp_dir: dir, expected_entries: None };
+/// let mut builder = ExternalBuilder::new(3, Some(vec![4, 4, 4]), ElementType::F32, Options::default(), options)?;
+/// builder.push(Indices::RowMajor(&[0, 1, 2, 3, 3, 3]), bytemuck::cast_slice(&[1.0f32, 2.0]))?;
+/// let mut file = Vec::new();
+/// let report = builder.finish(&mut file, true)?;
+/// assert_eq!(report.nnz, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ExternalBuilder {
+    shape: Option<Vec<u64>>,
+    /// One past the largest coordinate seen per dimension (the inferred shape).
+    seen: Vec<u64>,
+    element_type: ElementType,
+    options: Options,
+    limits: ExternalOptions,
+    record: RecordShape,
+    dir: SpillDir,
+    /// The storage order, once known (at the first spill for `Auto`).
+    order: Option<Vec<u32>>,
+    /// Records held before the partitions are chosen.
+    pending: Vec<u8>,
+    partitions: Option<Partitions>,
+    entries: u64,
+    bytes_spilled: u64,
+    /// A record being made (kept to reuse its allocation).
+    scratch: Vec<u8>,
+}
+
+/// Key-range partitions: partition `p` holds the keys in
+/// `[bounds[p - 1], bounds[p])` (open at the ends).
+#[derive(Debug)]
+struct Partitions {
+    bounds: Vec<Vec<u64>>,
+    writers: Vec<SpillWriter>,
+}
+
+impl ExternalBuilder {
+    /// A builder for a tensor of rank `rank` and `shape` (or, when `None`,
+    /// the smallest shape that holds every entry) with values of
+    /// `element_type`.
+    ///
+    /// # Errors
+    /// [`ExternalError::Build`] for a rank outside `3..=64`, a shape of
+    /// another length, or a bad explicit mode order;
+    /// [`ExternalError::Unsupported`] for quantization; [`ExternalError::Io`]
+    /// when the spill directory cannot be made.
+    pub fn new(
+        rank: usize,
+        shape: Option<Vec<u64>>,
+        element_type: ElementType,
+        options: Options,
+        limits: ExternalOptions,
+    ) -> Result<Self, ExternalError> {
+        if let Some(shape) = &shape {
+            if shape.len() != rank {
+                let (found, expected) = (shape.len() as u64, rank as u64);
+                return Err(BuildError::LengthMismatch { what: "shape", found, expected }.into());
+            }
+        }
+        check_rank(rank)?;
+        let order = match &options.mode_order {
+            ModeOrder::Identity => Some((0..rank as u32).collect()),
+            ModeOrder::Explicit(order) => {
+                check_permutation(order, rank)?;
+                Some(order.clone())
+            }
+            ModeOrder::Auto => None,
+        };
+        if options.quantize.is_some() {
+            return Err(ExternalError::Unsupported("quantization"));
+        }
+        let width = Slots::new(element_type, &[], 0).width;
+        if options.duplicates == Duplicates::Sum {
+            Slots::new(element_type, &[], 0).can_sum()?;
+        }
+        let dir = SpillDir::create(&limits.temp_dir)?;
+        Ok(Self {
+            shape,
+            seen: vec![0; rank],
+            element_type,
+            options,
+            limits,
+            record: RecordShape { rank, width },
+            dir,
+            order,
+            pending: Vec::new(),
+            partitions: None,
+            entries: 0,
+            bytes_spilled: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The spill directory (removed when the builder is dropped).
+    pub fn spill_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Adds a batch of entries: coordinates as [`Coo`]'s, values packed as
+    /// the element type prescribes.
+    ///
+    /// # Errors
+    /// [`ExternalError::Build`] for arrays of mismatched lengths or a
+    /// coordinate outside the shape (positions count from the first entry
+    /// pushed); [`ExternalError::Io`] when spilling fails.
+    pub fn push(&mut self, indices: Indices<'_>, values: &[u8]) -> Result<(), ExternalError> {
+        let rank = self.record.rank;
+        let len = entry_count(indices, rank)?;
+        let want = self.element_type.values_len(len as u64).unwrap_or(u64::MAX);
+        if values.len() as u64 != want {
+            return Err(BuildError::LengthMismatch {
+                what: "values (bytes)",
+                found: values.len() as u64,
+                expected: want,
+            }
+            .into());
+        }
+        let slots = Slots::new(self.element_type, values, len);
+        // `Source` reads the rank from its shape; the extents are checked here.
+        let ranked = vec![0; rank];
+        let source = Source { shape: &ranked, indices, len };
+        for i in 0..len {
+            let entry = self.entries + i as u64;
+            for dim in 0..rank {
+                self.check_coord(entry, dim, source.coord(i, dim))?;
+            }
+            let mut record = std::mem::take(&mut self.scratch);
+            record.clear();
+            self.record.write(&mut record, (0..rank).map(|d| source.coord(i, d)), entry, slots.slot(i));
+            let kept = self.keep(&record);
+            self.scratch = record;
+            kept?;
+        }
+        self.entries += len as u64;
+        Ok(())
+    }
+
+    fn check_coord(&mut self, entry: u64, dim: usize, coord: u64) -> Result<(), ExternalError> {
+        let extent = match &self.shape {
+            Some(shape) => shape[dim],
+            None => u64::MAX,
+        };
+        if coord >= extent {
+            let entry = usize::try_from(entry).unwrap_or(usize::MAX);
+            return Err(BuildError::OutOfBounds { entry, dim, coord, extent }.into());
+        }
+        self.seen[dim] = self.seen[dim].max(coord + 1);
+        Ok(())
+    }
+
+    /// Holds or spills one record.
+    fn keep(&mut self, record: &[u8]) -> Result<(), ExternalError> {
+        if let Some(partitions) = &mut self.partitions {
+            let p =
+                partition_of(&partitions.bounds, self.record, self.order.as_deref().unwrap_or(&[]), record);
+            self.bytes_spilled += record.len() as u64;
+            return partitions.writers[p].write(record);
+        }
+        self.pending.extend_from_slice(record);
+        if self.pending.len() as u64 >= self.limits.memory / 4 {
+            self.spill_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Chooses the mode order (for `Auto`) and the partitions from the held
+    /// entries, then spills them.
+    fn spill_pending(&mut self) -> Result<(), ExternalError> {
+        let held = std::mem::take(&mut self.pending);
+        let order = self.order_for(&held);
+        let records = held.len() / self.record.bytes();
+        let expected = self.limits.expected_entries.unwrap_or(0).max(records as u64 * 2);
+        // A quarter more partitions than the estimate needs: the sample's
+        // quantiles are not exact, and a partition over budget costs a re-split.
+        let wanted = (expected + expected / 4).div_ceil(self.fit()).clamp(1, MAX_PARTITIONS as u64) as usize;
+        let bounds = quantiles(self.record, &order, &held, wanted);
+        let buffer = self.spill_buffer(bounds.len() + 1);
+        let writers = (0..=bounds.len())
+            .map(|_| SpillWriter::create(self.dir.new_file("entries"), buffer))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.order = Some(order);
+        self.partitions = Some(Partitions { bounds, writers });
+        for record in held.chunks_exact(self.record.bytes()) {
+            self.keep(record)?;
+        }
+        Ok(())
+    }
+
+    /// The storage order: fixed by the options, or chosen by `Auto` from `held`.
+    fn order_for(&self, held: &[u8]) -> Vec<u32> {
+        if let Some(order) = &self.order {
+            return order.clone();
+        }
+        let rank = self.record.rank;
+        let coords: Vec<u64> = held
+            .chunks_exact(self.record.bytes())
+            .flat_map(|r| (0..rank).map(move |d| self.record.coord(r, d)))
+            .collect();
+        let shape = self.shape.clone().unwrap_or_else(|| self.seen.clone());
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&coords), len: coords.len() / rank };
+        choose(&source, self.options.parallel).mode_order
+    }
+
+    /// Records a partition may hold to be built in memory within the budget.
+    fn fit(&self) -> u64 {
+        (self.limits.memory / (BUILD_BYTES_PER_RECORD_BYTE * self.record.bytes() as u64)).max(1)
+    }
+
+    /// Each of `files` spill writers' buffer: together an eighth of the budget.
+    fn spill_buffer(&self, files: usize) -> usize {
+        let share = self.limits.memory / 8 / files.max(1) as u64;
+        usize::try_from(share).unwrap_or(usize::MAX).clamp(MIN_SPILL_BUFFER, 1 << 20)
+    }
+
+    /// Builds every partition in key order, joins them, and writes the
+    /// container to `out` (with the statistics section when
+    /// `with_statistics`). `out` receives the container only: write it to a
+    /// temporary file and rename it into place to never leave half a file.
+    ///
+    /// # Errors
+    /// As [`build`](crate::build()) (entry positions count from the first
+    /// entry pushed); [`ExternalError::Io`] naming the path when a spill file
+    /// fails; [`ExternalError::Encode`] when writing `out` fails.
+    pub fn finish(mut self, out: impl Write, with_statistics: bool) -> Result<ExternalReport, ExternalError> {
+        let shape = self.shape.clone().unwrap_or_else(|| self.seen.clone());
+        let held = std::mem::take(&mut self.pending);
+        let order = self.order_for(&held);
+        let mut parts: Vec<(PathBuf, u64)> = Vec::new();
+        if let Some(partitions) = self.partitions.take() {
+            for writer in partitions.writers {
+                parts.push(writer.finish()?);
+            }
+        }
+        let sinks = FileSinks::new(&mut self.dir, self.record.rank)?;
+        let mut joiner = Joiner::new(self.element_type, &shape, &order, sinks)?;
+        let mut report =
+            ExternalReport { entries: self.entries, mode_order: order.clone(), ..ExternalReport::default() };
+        if !held.is_empty() || parts.is_empty() {
+            self.build_part(held, &shape, &order, &mut joiner, &mut report)?;
+        }
+        for (path, bytes) in parts {
+            self.build_partition(&path, bytes, &shape, &order, &mut joiner, &mut report)?;
+        }
+        let joined = joiner.finish()?;
+        let statistics = joined.statistics;
+        report.nnz = statistics.nnz;
+        let (lengths, files) = joined.sink.close()?;
+        self.bytes_spilled += lengths.iter().sum::<u64>();
+        report.bytes_spilled = self.bytes_spilled;
+        let statistics = with_statistics.then_some(statistics);
+        let descriptor = descriptor(self.element_type, &shape, &order, report.nnz, &lengths, statistics)?;
+        report.bytes_written = write_container(&descriptor, &lengths, &files, out)?;
+        Ok(report)
+    }
+
+    /// Builds the partition spilled to `path` (`bytes` long), splitting it
+    /// again first when it outgrows the budget.
+    fn build_partition(
+        &mut self,
+        path: &Path,
+        bytes: u64,
+        shape: &[u64],
+        order: &[u32],
+        joiner: &mut Joiner<FileSinks>,
+        report: &mut ExternalReport,
+    ) -> Result<(), ExternalError> {
+        let records = bytes / self.record.bytes() as u64;
+        if records > self.fit() {
+            if let Some(pieces) = self.split(path, records, order)? {
+                report.resplit += 1;
+                let _ = std::fs::remove_file(path);
+                for (piece, piece_bytes) in pieces {
+                    self.build_partition(&piece, piece_bytes, shape, order, joiner, report)?;
+                }
+                return Ok(());
+            }
+        }
+        let mut reader = RecordReader::open(path, self.record)?;
+        let mut held = Vec::new();
+        reader.next_block(&mut held, usize::try_from(records).unwrap_or(usize::MAX))?;
+        let _ = std::fs::remove_file(path);
+        self.build_part(held, shape, order, joiner, report)
+    }
+
+    /// Splits an oversized partition by quantiles of its own keys; `None`
+    /// when its keys are all one (duplicates cannot be parted).
+    fn split(
+        &mut self,
+        path: &Path,
+        records: u64,
+        order: &[u32],
+    ) -> Result<Option<Vec<(PathBuf, u64)>>, ExternalError> {
+        let block_records = usize::try_from(self.fit() / 2).unwrap_or(usize::MAX).max(1);
+        // A sample of every `stride`-th record, a quarter of the budget at most.
+        let sample_cap = (self.fit() / 2).max(2);
+        let stride = records.div_ceil(sample_cap).max(1);
+        let mut sample = Vec::new();
+        let mut block = Vec::new();
+        let mut reader = RecordReader::open(path, self.record)?;
+        let mut seen = 0u64;
+        loop {
+            reader.next_block(&mut block, block_records)?;
+            if block.is_empty() {
+                break;
+            }
+            for record in block.chunks_exact(self.record.bytes()) {
+                if seen % stride == 0 {
+                    sample.extend_from_slice(record);
+                }
+                seen += 1;
+            }
+        }
+        let wanted = records.div_ceil(self.fit()).clamp(2, MAX_PARTITIONS as u64) as usize;
+        let bounds = quantiles(self.record, order, &sample, wanted);
+        drop(sample);
+        if bounds.is_empty() {
+            return Ok(None);
+        }
+        let buffer = self.spill_buffer(bounds.len() + 1);
+        let mut writers = (0..=bounds.len())
+            .map(|_| SpillWriter::create(self.dir.new_file("entries"), buffer))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut reader = RecordReader::open(path, self.record)?;
+        loop {
+            reader.next_block(&mut block, block_records)?;
+            if block.is_empty() {
+                break;
+            }
+            for record in block.chunks_exact(self.record.bytes()) {
+                let p = partition_of(&bounds, self.record, order, record);
+                writers[p].write(record)?;
+                self.bytes_spilled += record.len() as u64;
+            }
+        }
+        // A split that moved nothing makes no progress: build the whole partition.
+        if writers.iter().filter(|w| w.bytes() > 0).count() < 2 {
+            return Ok(None);
+        }
+        Ok(Some(writers.into_iter().map(SpillWriter::finish).collect::<Result<_, _>>()?))
+    }
+
+    /// Builds the records `held` in memory and appends them to the join.
+    fn build_part(
+        &self,
+        held: Vec<u8>,
+        shape: &[u64],
+        order: &[u32],
+        joiner: &mut Joiner<FileSinks>,
+        report: &mut ExternalReport,
+    ) -> Result<(), ExternalError> {
+        let rank = self.record.rank;
+        let records = held.len() / self.record.bytes();
+        let mut coords = Vec::with_capacity(records * rank);
+        let mut entries = Vec::with_capacity(records);
+        let mut slots = Vec::with_capacity(records * self.record.width);
+        for record in held.chunks_exact(self.record.bytes()) {
+            coords.extend((0..rank).map(|d| self.record.coord(record, d)));
+            entries.push(self.record.entry(record));
+            slots.extend_from_slice(self.record.slot(record));
+        }
+        // The records are copied out: give their memory back before the build.
+        drop(held);
+        let packer =
+            Slots { element_type: self.element_type, width: self.record.width, data: Cow::Borrowed(&[]) };
+        let coo = Coo {
+            shape,
+            indices: Indices::RowMajor(&coords),
+            element_type: self.element_type,
+            values: Cow::Owned(packer.pack(slots)),
+        };
+        let options = Options { mode_order: ModeOrder::Explicit(order.to_vec()), ..self.options.clone() };
+        let built = build(&coo, &options).map_err(|e| in_input(e, &entries))?;
+        report.removed += built.removed;
+        report.partitions += 1;
+        joiner.push(&built.tensor.view())?;
+        Ok(())
+    }
+}
+
+/// A build error with its entry positions mapped from the partition to the input.
+fn in_input(error: BuildError, entries: &[u64]) -> BuildError {
+    let global = |i: usize| entries.get(i).map_or(i, |&e| usize::try_from(e).unwrap_or(usize::MAX));
+    match error {
+        BuildError::Duplicate { index, first, second } => {
+            let (a, b) = (global(first), global(second));
+            BuildError::Duplicate { index, first: a.min(b), second: a.max(b) }
+        }
+        BuildError::OutOfBounds { entry, dim, coord, extent } => {
+            BuildError::OutOfBounds { entry: global(entry), dim, coord, extent }
+        }
+        other => other,
+    }
+}
+
+/// The partition of a record: the number of bounds at or below its key
+/// (compared in place, without making the key: this runs once per entry).
+fn partition_of(bounds: &[Vec<u64>], shape: RecordShape, order: &[u32], record: &[u8]) -> usize {
+    bounds.partition_point(|bound| {
+        let key = order.iter().map(|&d| shape.coord(record, d as usize));
+        bound.iter().copied().cmp(key) != std::cmp::Ordering::Greater
+    })
+}
+
+/// A record's coordinates in storage order.
+fn storage_key(shape: RecordShape, order: &[u32], record: &[u8]) -> Vec<u64> {
+    order.iter().map(|&d| shape.coord(record, d as usize)).collect()
+}
+
+/// Up to `parts - 1` strictly increasing keys that cut `records` (by their
+/// storage-order keys) into `parts` near-equal ranges. Equal keys never
+/// straddle a cut: a cut is a key, and a range holds the keys below it.
+fn quantiles(shape: RecordShape, order: &[u32], records: &[u8], parts: usize) -> Vec<Vec<u64>> {
+    // A systematic sample is plenty for at most MAX_PARTITIONS cuts, and keeps
+    // the keys' memory small beside the records'.
+    let count = records.len() / shape.bytes();
+    let stride = count.div_ceil(QUANTILE_SAMPLE).max(1);
+    let mut keys: Vec<Vec<u64>> =
+        records.chunks_exact(shape.bytes()).step_by(stride).map(|r| storage_key(shape, order, r)).collect();
+    keys.sort_unstable();
+    let mut bounds: Vec<Vec<u64>> = Vec::new();
+    for p in 1..parts {
+        let Some(key) = keys.get(p * keys.len() / parts) else { continue };
+        // A cut at the smallest key would leave the first range empty.
+        let above_last = bounds.last().map_or(Some(key) != keys.first(), |b| key > b);
+        if above_last {
+            bounds.push(key.clone());
+        }
+    }
+    bounds
+}
+
+/// The container's descriptor for buffers of `lengths`.
+fn descriptor(
+    element_type: ElementType,
+    shape: &[u64],
+    order: &[u32],
+    nnz: u64,
+    lengths: &[u64],
+    statistics: Option<Statistics>,
+) -> Result<Descriptor, ExternalError> {
+    let mut descriptor = Descriptor::csf(element_type, shape, order, nnz)
+        .ok_or(BuildError::RankTooLarge { rank: shape.len() })?;
+    for _ in lengths {
+        descriptor
+            .buffers
+            .push(BufferEntry::default())
+            .map_err(|_| BuildError::RankTooLarge { rank: shape.len() })?;
+    }
+    descriptor.statistics = statistics;
+    Ok(descriptor)
+}
+
+/// Writes the container, each buffer copied from its spill file.
+fn write_container(
+    descriptor: &Descriptor,
+    lengths: &[u64],
+    files: &[PathBuf],
+    out: impl Write,
+) -> Result<u64, ExternalError> {
+    // A spill file that cannot be read is reported with its path; a write
+    // that fails is the output's error.
+    let mut failed: Option<ExternalError> = None;
+    let mut buffer = vec![0u8; 1 << 16];
+    let written = hurray_format::encode_streamed(descriptor, lengths, out, |index, out| {
+        let path = files.get(index).ok_or_else(|| io::Error::other("no spill file"))?;
+        let spill_error = |e: io::Error| ExternalError::io("read a spill file", path, e);
+        let mut file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) => {
+                failed = Some(spill_error(e));
+                return Err(io::Error::other("a spill file failed"));
+            }
+        };
+        let mut copied = 0u64;
+        loop {
+            let n = match io::Read::read(&mut file, &mut buffer) {
+                Ok(0) => return Ok(copied),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    failed = Some(spill_error(e));
+                    return Err(io::Error::other("a spill file failed"));
+                }
+            };
+            out.write_all(&buffer[..n])?;
+            copied += n as u64;
+        }
+    });
+    match (written, failed) {
+        (Ok(n), _) => Ok(n),
+        (Err(_), Some(spill)) => Err(spill),
+        (Err(e), None) => Err(ExternalError::Encode(e)),
+    }
+}
+
+/// The output's buffers, one spill file each: values, then `pos_L`, `crd_L`.
+#[derive(Debug)]
+struct FileSinks {
+    writers: Vec<SpillWriter>,
+}
+
+impl FileSinks {
+    fn new(dir: &mut SpillDir, rank: usize) -> Result<Self, ExternalError> {
+        let mut writers = vec![SpillWriter::create(dir.new_file("values"), 1 << 16)?];
+        for level in 0..rank {
+            writers.push(SpillWriter::create(dir.new_file(&format!("pos{level}")), 1 << 16)?);
+            writers.push(SpillWriter::create(dir.new_file(&format!("crd{level}")), 1 << 16)?);
+        }
+        Ok(Self { writers })
+    }
+
+    fn append(&mut self, index: usize, words: &[u64]) -> Result<(), ExternalError> {
+        let mut bytes = Vec::with_capacity(words.len() * 8);
+        for w in words {
+            bytes.extend_from_slice(&w.to_le_bytes());
+        }
+        self.writers.get_mut(index).map_or(Ok(()), |w| w.write(&bytes))
+    }
+
+    fn close(self) -> Result<(Vec<u64>, Vec<PathBuf>), ExternalError> {
+        let mut lengths = Vec::new();
+        let mut files = Vec::new();
+        for writer in self.writers {
+            let (path, bytes) = writer.finish()?;
+            lengths.push(bytes);
+            files.push(path);
+        }
+        Ok((lengths, files))
+    }
+}
+
+impl ArraySink for FileSinks {
+    type Error = ExternalError;
+
+    fn pos(&mut self, level: usize, words: &[u64]) -> Result<(), ExternalError> {
+        self.append(1 + 2 * level, words)
+    }
+
+    fn crd(&mut self, level: usize, words: &[u64]) -> Result<(), ExternalError> {
+        self.append(2 + 2 * level, words)
+    }
+
+    fn values(&mut self, bytes: &[u8]) -> Result<(), ExternalError> {
+        self.writers.first_mut().map_or(Ok(()), |w| w.write(bytes))
+    }
+}
