@@ -41,7 +41,7 @@ pub fn budget(args: &ConvertArgs) -> Result<Option<u64>> {
     }
     let path = args.input.as_path();
     let Ok(meta) = std::fs::metadata(path) else { return Ok(None) };
-    let Some(available) = available_memory() else { return Ok(None) };
+    let Some(available) = files::available_memory() else { return Ok(None) };
     let text = if is_gzip_file(path)? { meta.len().saturating_mul(GZIP_RATIO) } else { meta.len() };
     let needed = text.saturating_mul(IN_MEMORY_BYTES_PER_TEXT_BYTE);
     Ok((needed > available).then_some(available / 2))
@@ -52,14 +52,6 @@ fn is_gzip_file(path: &Path) -> Result<bool> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let n = file.take(2).read(&mut magic).map_err(|e| Error::io(path, e))?;
     Ok(n == 2 && files::is_gzip(&magic))
-}
-
-/// Linux's `MemAvailable`, in bytes.
-fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Runs the external convert within `budget` bytes.

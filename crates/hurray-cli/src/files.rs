@@ -42,7 +42,9 @@ impl Input {
 
 /// Maps `path` read-only, or reads it whole when it cannot be mapped.
 /// `populate` pre-faults the whole map (for inputs read from end to end; a
-/// lookup in a large file wants it off).
+/// lookup in a large file wants it off), when the file fits in half the
+/// available memory; a larger file is read through the map as the reader
+/// goes, with the kernel told to read ahead and drop pages behind.
 pub fn open(path: &Path, populate: bool) -> Result<Input> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
@@ -51,7 +53,8 @@ pub fn open(path: &Path, populate: bool) -> Result<Input> {
     }
     if meta.is_file() && meta.len() > 0 {
         let mut options = memmap2::MmapOptions::new();
-        if populate {
+        let fits = available_memory().is_none_or(|available| meta.len() <= available / 2);
+        if populate && fits {
             options.populate();
         }
         // SAFETY: the map is read-only and private to this process. Like every
@@ -61,12 +64,24 @@ pub fn open(path: &Path, populate: bool) -> Result<Input> {
         // total, so even then the worst outcome is wrong output or SIGBUS,
         // never a read outside the mapping.
         if let Ok(map) = unsafe { options.map(&file) } {
+            if populate && !fits {
+                // Only a hint: a kernel that ignores it reads the file all the same.
+                let _ = map.advise(memmap2::Advice::Sequential);
+            }
             return Ok(Input::Mapped(map));
         }
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     (&file).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
     Ok(Input::Owned(bytes))
+}
+
+/// Linux's `MemAvailable`, in bytes; `None` elsewhere.
+pub fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Whether `bytes` start with the gzip magic.
