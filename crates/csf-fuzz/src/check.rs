@@ -302,3 +302,40 @@ fn clamped_walk(view: &CsfView<'_>) -> Vec<(Vec<u64>, usize)> {
     walk.visit(0, 0);
     walk.out
 }
+
+/// A joined tensor is valid and holds exactly the accepted parts' entries,
+/// part after part, with the same values (compared bit for bit: NaNs too).
+pub(crate) fn joined(joined: &csf_build::Joined<csf_build::VecSink>, parts: &[&CsfView<'_>]) {
+    let nnz = joined.statistics.nnz;
+    let sink = joined.sink.clone();
+    let tensor = OwnedCsf::new(
+        joined.element_type,
+        joined.shape.clone(),
+        joined.mode_order.clone(),
+        nnz,
+        sink.levels,
+        sink.values,
+    )
+    .expect("a joined tensor has a valid header");
+    let view = tensor.view();
+    if let Err(v) = csf_validate::validate_view(view) {
+        panic!("the joined tensor breaks a rule: {v}");
+    }
+    let entries = |v: &CsfView<'_>| {
+        let mut out = Vec::new();
+        v.for_each_stored(|coords, leaf| out.push((coords.to_vec(), value_bits(v.values().get_raw(leaf)))));
+        out
+    };
+    let want: Vec<_> = parts.iter().flat_map(|p| entries(p)).collect();
+    assert_eq!(entries(&view), want, "the join lost, invented or moved an entry");
+    assert_eq!(want.len() as u64, nnz, "the statistics' nnz differs from the entries");
+}
+
+/// A value's identity: its variant and bits (`NaN != NaN` as floats).
+fn value_bits(value: Option<csf_core::Value>) -> Option<String> {
+    value.map(|v| match v {
+        csf_core::Value::F32(x) => format!("f32 {:#x}", x.to_bits()),
+        csf_core::Value::F64(x) => format!("f64 {:#x}", x.to_bits()),
+        other => format!("{other:?}"),
+    })
+}

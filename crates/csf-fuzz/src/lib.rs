@@ -32,6 +32,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("permissive_access", permissive_access),
     ("build_roundtrip", build_roundtrip),
     ("descriptor_roundtrip", descriptor_roundtrip),
+    ("concat_parts", concat_parts),
 ];
 
 /// Bytes into the container decoder.
@@ -109,4 +110,43 @@ pub fn descriptor_roundtrip(data: &[u8]) {
     if let Ok((descriptor, buffers)) = descriptor::generate(&mut u) {
         descriptor::roundtrip(&descriptor, &buffers);
     }
+}
+
+/// Parts for `csf_build::Joiner`: the input is a sequence of frames, each a
+/// `u32` little-endian length and that many bytes of a container (at most
+/// eight parts); every frame that decodes and passes permissive validation
+/// is pushed, in order, into a joiner made from the first one's header.
+///
+/// Oracle: nothing panics; a refused part leaves no trace unless the joiner
+/// says it is poisoned; when `finish` succeeds, the joined tensor passes
+/// strict validation and iterates to exactly the accepted parts' entries,
+/// one after the other, with the same values.
+pub fn concat_parts(data: &[u8]) {
+    let mut parts = Vec::new();
+    let mut rest = data;
+    while parts.len() < 8 {
+        let Some((len, tail)) = rest.split_first_chunk::<4>() else { break };
+        let len = u32::from_le_bytes(*len) as usize;
+        let Some(bytes) = tail.get(..len) else { break };
+        rest = &tail[len..];
+        parts.push(bytes);
+    }
+    let containers: Vec<Container<'_>> = parts.iter().filter_map(|b| Container::decode(b).ok()).collect();
+    let views: Vec<_> = containers.iter().filter_map(|c| csf_validate::validate_permissive(c).ok()).collect();
+    let Some(first) = views.first() else { return };
+    let joiner = csf_build::Joiner::new(
+        first.element_type(),
+        first.shape(),
+        first.mode_order(),
+        csf_build::VecSink::default(),
+    );
+    let Ok(mut joiner) = joiner else { return };
+    let mut accepted = Vec::new();
+    for view in &views {
+        if joiner.push(view).is_ok() {
+            accepted.push(view);
+        }
+    }
+    let Ok(joined) = joiner.finish() else { return };
+    check::joined(&joined, &accepted);
 }
