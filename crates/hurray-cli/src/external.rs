@@ -208,7 +208,11 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let mut out = Output::create(Some(&args.output))?;
     let report = builder.finish(&mut out, !args.no_statistics);
     spinner.finish();
-    let report = report.map_err(|e| external_error(path, e))?;
+    let report = report.map_err(|e| match e {
+        // The output failed (a full disk, say): name it, not the input.
+        ExternalError::Encode(hurray_format::EncodeError::Io(io)) => Error::io(&args.output, io),
+        other => external_error(path, other),
+    })?;
     out.commit()?;
     let build = clock.stop();
     if report.removed > 0 && !cx.quiet {

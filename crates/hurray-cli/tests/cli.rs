@@ -954,3 +954,34 @@ fn convert_rejects_a_memory_budget_without_a_unit_it_knows() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("unknown size unit"), "{}", stderr(&out));
 }
+
+/// A full disk at any stage of the external build (entry spill files, the
+/// output's buffer files, the output itself), simulated with a file-size
+/// limit: one line naming the file, exit 1, and nothing left behind.
+#[test]
+fn convert_within_a_budget_fails_cleanly_when_the_disk_fills_at_any_stage() {
+    let dir = tmp();
+    let (text, _) = random_tns(22, 40_000);
+    let tns = dir.path().join("in.tns");
+    std::fs::write(&tns, &text).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = work.join("out.hurray");
+    let want = dir.path().join("want.hurray");
+    ok(["convert", s(&tns), "-o", s(&want), "-q"]);
+    let size = std::fs::metadata(&want).unwrap().len();
+    // KiB per file: below one partition's records, below the largest output
+    // buffer, and below the whole output.
+    for limit_kib in [4, 64, size / 1024 - 1] {
+        let script = format!(
+            "trap '' XFSZ; ulimit -f {limit_kib}; exec \"$0\" convert \"$1\" -o \"$2\" --memory 64KiB -q",
+        );
+        let run = Command::new("bash").args(["-c", &script, BIN, s(&tns), s(&out)]).output().unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "limit {limit_kib} KiB: {err}");
+        assert!(err.starts_with("hurray: ") && err.lines().count() == 1, "limit {limit_kib} KiB: {err}");
+        assert!(err.contains(s(&work)), "the error names the file: {err}");
+        let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "limit {limit_kib} KiB left {left:?}");
+    }
+}
