@@ -158,142 +158,271 @@ pub fn quantize(tensor: OwnedCsf, spec: Quantize) -> Result<OwnedCsf, BuildError
     } else {
         (0..nnz).map(|leaf| view.values().get_raw_f64(leaf).unwrap_or(f64::NAN)).collect()
     };
-    if let Some((leaf, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-        return Err(QuantizeError::NotFinite { leaf, value }.into());
-    }
-    let (scheme, axis, block_size, dtype, zero_point) = match spec {
-        Quantize::PerTensor { dtype, zero_point } => (QuantScheme::PerTensor, 0, 0, dtype, zero_point),
-        Quantize::PerChannel { axis, dtype, zero_point } => {
-            (QuantScheme::PerChannel, axis, 0, dtype, zero_point)
-        }
-        Quantize::PerBlock { block_size, dtype, zero_point } => {
-            (QuantScheme::PerBlock, 0, block_size, dtype, zero_point)
-        }
-        Quantize::Nf4 { block_size } => (QuantScheme::Nf4, 0, block_size, ElementType::NF4, false),
-        Quantize::Mxfp { dtype } => (QuantScheme::Mxfp, 0, 32, dtype, false),
-    };
-    if matches!(scheme, QuantScheme::PerBlock | QuantScheme::Nf4) && block_size == 0 {
-        return Err(QuantizeError::Unsupported("block_size must be at least 1").into());
-    }
-    // The group of each leaf, and the number of groups.
-    let (group, groups): (Vec<usize>, usize) = match scheme {
-        QuantScheme::PerTensor => (vec![0; nnz], 1),
+    check_finite(&x, 0)?;
+    let plan = Plan::new(spec, view.shape())?;
+    let group: Vec<usize> = match plan.scheme {
         QuantScheme::PerChannel => {
-            let extent = view
-                .shape()
-                .get(axis as usize)
-                .copied()
-                .ok_or(QuantizeError::Unsupported("the per-channel axis is outside the rank"))?;
-            // The format stores one scale per index of the axis, stored or not:
-            // refuse an axis whose scales alone would not fit in memory.
-            if extent > MAX_CHANNELS {
-                return Err(
-                    QuantizeError::Unsupported("the per-channel axis has more than 2^28 indices").into()
-                );
-            }
             let mut group = vec![0; nnz];
-            view.for_each(|index, leaf| group[leaf] = index[axis as usize] as usize);
-            (group, extent as usize)
+            view.for_each(|index, leaf| group[leaf] = index[plan.axis as usize] as usize);
+            group
         }
-        _ => ((0..nnz).map(|p| p / block_size as usize).collect(), nnz.div_ceil(block_size as usize)),
+        _ => (0..nnz).map(|leaf| plan.group_of_leaf(leaf as u64)).collect(),
     };
-    let mut lo = vec![0f64; groups];
-    let mut hi = vec![0f64; groups];
+    let mut ranges = Ranges::new(&plan, nnz as u64);
     for (&v, &g) in x.iter().zip(&group) {
-        lo[g] = lo[g].min(v);
-        hi[g] = hi[g].max(v);
+        ranges.observe(g, v);
     }
-    let absmax: Vec<f64> = lo.iter().zip(&hi).map(|(l, h)| l.abs().max(h.abs())).collect();
+    let fitted = plan.fit(&ranges)?;
+    let values = fitted.encode(&x, &group);
+    let (dtype, quantization) = fitted.into_parts();
+    Ok(tensor.with_values(dtype, values).with_quantization(quantization))
+}
 
-    // One code per leaf for the float formats; integer schemes pack directly.
-    let mut codes = vec![0u8; nnz];
-    let (scale_type, scales, zero_points) = match scheme {
-        QuantScheme::Nf4 => {
-            for (p, (&v, &g)) in x.iter().zip(&group).enumerate() {
-                codes[p] = nf4_code(if absmax[g] > 0.0 { v / absmax[g] } else { 0.0 });
-            }
-            (ElementType::F32, f32_bytes(absmax.iter().map(|&m| m as f32)), None)
+/// The first value that is not finite, as an error (`first_leaf` is the
+/// leaf of `x[0]`).
+pub(crate) fn check_finite(x: &[f64], first_leaf: u64) -> Result<(), QuantizeError> {
+    match x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        Some((i, &value)) => {
+            let leaf = usize::try_from(first_leaf + i as u64).unwrap_or(usize::MAX);
+            Err(QuantizeError::NotFinite { leaf, value })
         }
-        QuantScheme::Mxfp => {
-            let format = Minifloat::of(dtype)
-                .ok_or(QuantizeError::Unsupported("MXFP elements must be FP8, FP6 or FP4"))?;
-            let exps: Vec<i32> = absmax
-                .iter()
-                .map(|&m| if m > 0.0 { (m.log2().floor() as i32 - format.emax).clamp(-127, 127) } else { 0 })
-                .collect();
-            for (p, (&v, &g)) in x.iter().zip(&group).enumerate() {
-                codes[p] = format.encode(v / 2f64.powi(exps[g]));
+        None => Ok(()),
+    }
+}
+
+/// A scheme checked against the tensor's shape: what to store, and how
+/// leaves fall into groups.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub(crate) scheme: QuantScheme,
+    pub(crate) axis: u32,
+    block_size: u64,
+    dtype: ElementType,
+    zero_point: bool,
+    /// Groups for a fixed count (per-tensor: 1, per-channel: the axis'
+    /// extent); block schemes have one per `block_size` leaves.
+    fixed_groups: Option<usize>,
+}
+
+impl Plan {
+    pub(crate) fn new(spec: Quantize, shape: &[u64]) -> Result<Self, QuantizeError> {
+        let (scheme, axis, block_size, dtype, zero_point) = match spec {
+            Quantize::PerTensor { dtype, zero_point } => (QuantScheme::PerTensor, 0, 0, dtype, zero_point),
+            Quantize::PerChannel { axis, dtype, zero_point } => {
+                (QuantScheme::PerChannel, axis, 0, dtype, zero_point)
             }
-            (ElementType::E8M0, exps.iter().map(|&e| (e + 127) as u8).collect(), None)
+            Quantize::PerBlock { block_size, dtype, zero_point } => {
+                (QuantScheme::PerBlock, 0, block_size, dtype, zero_point)
+            }
+            Quantize::Nf4 { block_size } => (QuantScheme::Nf4, 0, block_size, ElementType::NF4, false),
+            Quantize::Mxfp { dtype } => (QuantScheme::Mxfp, 0, 32, dtype, false),
+        };
+        if matches!(scheme, QuantScheme::PerBlock | QuantScheme::Nf4) && block_size == 0 {
+            return Err(QuantizeError::Unsupported("block_size must be at least 1"));
         }
-        QuantScheme::PerTensor | QuantScheme::PerChannel | QuantScheme::PerBlock => {
-            if let Some(format) =
-                Minifloat::of(dtype).filter(|_| matches!(dtype, ElementType::F8E4M3 | ElementType::F8E5M2))
-            {
-                if zero_point {
-                    return Err(QuantizeError::Unsupported("FP8 values take no zero point").into());
+        let fixed_groups = match scheme {
+            QuantScheme::PerTensor => Some(1),
+            QuantScheme::PerChannel => {
+                let extent = shape
+                    .get(axis as usize)
+                    .copied()
+                    .ok_or(QuantizeError::Unsupported("the per-channel axis is outside the rank"))?;
+                // The format stores one scale per index of the axis, stored or not:
+                // refuse an axis whose scales alone would not fit in memory.
+                if extent > MAX_CHANNELS {
+                    return Err(QuantizeError::Unsupported(
+                        "the per-channel axis has more than 2^28 indices",
+                    ));
                 }
-                let s: Vec<f32> =
-                    absmax.iter().map(|&m| if m > 0.0 { (m / format.max) as f32 } else { 1.0 }).collect();
-                for (p, (&v, &g)) in x.iter().zip(&group).enumerate() {
-                    codes[p] = format.encode(v / f64::from(s[g]));
-                }
-                (ElementType::F32, f32_bytes(s.into_iter()), None)
-            } else {
-                let (qmin, qmax) = int_range(dtype).ok_or(QuantizeError::Unsupported(
-                    "integer schemes store i4, u4, i8, u8, i16, u16, i32 or u32 (or f8e4m3/f8e5m2)",
-                ))?;
-                let mut s = vec![1f32; groups];
-                let mut z = vec![0i64; groups];
-                for g in 0..groups {
-                    if zero_point {
-                        let (l, h) = (lo[g].min(0.0), hi[g].max(0.0));
-                        if h > l {
-                            s[g] = ((h - l) / (qmax - qmin) as f64) as f32;
-                            z[g] = ((qmin as f64 - l / f64::from(s[g])).round_ties_even() as i64)
-                                .clamp(qmin, qmax);
-                        }
-                    } else if absmax[g] > 0.0 {
-                        s[g] = (absmax[g] / qmax as f64) as f32;
+                Some(extent as usize)
+            }
+            _ => None,
+        };
+        Ok(Self { scheme, axis, block_size, dtype, zero_point, fixed_groups })
+    }
+
+    /// The group of a leaf, for every scheme but per-channel (whose group is
+    /// a coordinate of the leaf's index).
+    pub(crate) fn group_of_leaf(&self, leaf: u64) -> usize {
+        match self.scheme {
+            QuantScheme::PerTensor | QuantScheme::PerChannel => 0,
+            _ => usize::try_from(leaf / self.block_size.max(1)).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Leaves per group of a block scheme (1 otherwise), for chunking a
+    /// stream of values at group and byte boundaries.
+    pub(crate) fn block_size(&self) -> u64 {
+        self.block_size.max(1)
+    }
+
+    /// The scales (and zero points) that fit `ranges`, and the encoder.
+    pub(crate) fn fit(&self, ranges: &Ranges) -> Result<Fitted, QuantizeError> {
+        let (lo, hi) = (&ranges.lo, &ranges.hi);
+        let groups = lo.len();
+        let absmax: Vec<f64> = lo.iter().zip(hi).map(|(l, h)| l.abs().max(h.abs())).collect();
+        let dtype = self.dtype;
+        let (encoder, scale_type, scales, zero_points) = match self.scheme {
+            QuantScheme::Nf4 => {
+                let scales = f32_bytes(absmax.iter().map(|&m| m as f32));
+                (Encoder::Nf4 { absmax }, ElementType::F32, scales, None)
+            }
+            QuantScheme::Mxfp => {
+                let format = Minifloat::of(dtype)
+                    .ok_or(QuantizeError::Unsupported("MXFP elements must be FP8, FP6 or FP4"))?;
+                let exps: Vec<i32> =
+                    absmax
+                        .iter()
+                        .map(|&m| {
+                            if m > 0.0 {
+                                (m.log2().floor() as i32 - format.emax).clamp(-127, 127)
+                            } else {
+                                0
+                            }
+                        })
+                        .collect();
+                let scales = exps.iter().map(|&e| (e + 127) as u8).collect();
+                (Encoder::Mxfp { format, exps }, ElementType::E8M0, scales, None)
+            }
+            QuantScheme::PerTensor | QuantScheme::PerChannel | QuantScheme::PerBlock => {
+                if let Some(format) = Minifloat::of(dtype)
+                    .filter(|_| matches!(dtype, ElementType::F8E4M3 | ElementType::F8E5M2))
+                {
+                    if self.zero_point {
+                        return Err(QuantizeError::Unsupported("FP8 values take no zero point"));
                     }
+                    let s: Vec<f32> =
+                        absmax.iter().map(|&m| if m > 0.0 { (m / format.max) as f32 } else { 1.0 }).collect();
+                    let scales = f32_bytes(s.iter().copied());
+                    (Encoder::Fp8 { format, s }, ElementType::F32, scales, None)
+                } else {
+                    let (qmin, qmax) = int_range(dtype).ok_or(QuantizeError::Unsupported(
+                        "integer schemes store i4, u4, i8, u8, i16, u16, i32 or u32 (or f8e4m3/f8e5m2)",
+                    ))?;
+                    let mut s = vec![1f32; groups];
+                    let mut z = vec![0i64; groups];
+                    for g in 0..groups {
+                        if self.zero_point {
+                            let (l, h) = (lo[g].min(0.0), hi[g].max(0.0));
+                            if h > l {
+                                s[g] = ((h - l) / (qmax - qmin) as f64) as f32;
+                                z[g] = ((qmin as f64 - l / f64::from(s[g])).round_ties_even() as i64)
+                                    .clamp(qmin, qmax);
+                            }
+                        } else if absmax[g] > 0.0 {
+                            s[g] = (absmax[g] / qmax as f64) as f32;
+                        }
+                    }
+                    let zero_points = self.zero_point.then(|| pack_ints(dtype, &z));
+                    let scales = f32_bytes(s.iter().copied());
+                    (Encoder::Int { qmin, qmax, s, z }, ElementType::F32, scales, zero_points)
                 }
-                let q: Vec<i64> = x
-                    .iter()
-                    .zip(&group)
+            }
+        };
+        let section = Quantization {
+            scheme: self.scheme,
+            axis: self.axis,
+            block_size: self.block_size,
+            scale_type,
+            zero_point_type: zero_points.as_ref().map(|_| dtype),
+        };
+        Ok(Fitted { dtype, encoder, quantization: OwnedQuantization { section, scales, zero_points } })
+    }
+}
+
+/// The range of the values in each group.
+#[derive(Clone, Debug)]
+pub(crate) struct Ranges {
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+}
+
+impl Ranges {
+    /// Ranges for `plan`'s groups over `nnz` leaves (block schemes grow as leaves come).
+    pub(crate) fn new(plan: &Plan, nnz: u64) -> Self {
+        let groups = plan
+            .fixed_groups
+            .unwrap_or_else(|| usize::try_from(nnz.div_ceil(plan.block_size())).unwrap_or(0));
+        Self { lo: vec![0.0; groups], hi: vec![0.0; groups] }
+    }
+
+    /// Takes value `v` of group `g` into account.
+    pub(crate) fn observe(&mut self, g: usize, v: f64) {
+        if g >= self.lo.len() {
+            self.lo.resize(g + 1, 0.0);
+            self.hi.resize(g + 1, 0.0);
+        }
+        self.lo[g] = self.lo[g].min(v);
+        self.hi[g] = self.hi[g].max(v);
+    }
+}
+
+/// Fitted parameters: the stored type, the quantization section with its
+/// parameter buffers, and how to encode a value.
+pub(crate) struct Fitted {
+    dtype: ElementType,
+    encoder: Encoder,
+    quantization: OwnedQuantization,
+}
+
+enum Encoder {
+    Nf4 { absmax: Vec<f64> },
+    Mxfp { format: Minifloat, exps: Vec<i32> },
+    Fp8 { format: Minifloat, s: Vec<f32> },
+    Int { qmin: i64, qmax: i64, s: Vec<f32>, z: Vec<i64> },
+}
+
+impl Fitted {
+    /// The stored values of `x` (group `group[i]` each), packed as the
+    /// stored type prescribes. Chunks of a longer stream pack alike when
+    /// each but the last holds an even number of values.
+    pub(crate) fn encode(&self, x: &[f64], group: &[usize]) -> Vec<u8> {
+        let pairs = x.iter().zip(group);
+        let codes: Vec<u8> = match &self.encoder {
+            Encoder::Nf4 { absmax } => pairs
+                .map(|(&v, &g)| {
+                    let m = absmax.get(g).copied().unwrap_or(0.0);
+                    nf4_code(if m > 0.0 { v / m } else { 0.0 })
+                })
+                .collect(),
+            Encoder::Mxfp { format, exps } => pairs
+                .map(|(&v, &g)| format.encode(v / 2f64.powi(exps.get(g).copied().unwrap_or(0))))
+                .collect(),
+            Encoder::Fp8 { format, s } => {
+                pairs.map(|(&v, &g)| format.encode(v / f64::from(s.get(g).copied().unwrap_or(1.0)))).collect()
+            }
+            Encoder::Int { qmin, qmax, s, z } => {
+                let q: Vec<i64> = pairs
                     // A scale that underflowed to 0 makes `v / s` infinite, which `as`
                     // saturates to i64::MAX/MIN: the zero point must not overflow it.
                     .map(|(&v, &g)| {
-                        ((v / f64::from(s[g])).round_ties_even() as i64)
-                            .saturating_add(z[g])
-                            .clamp(qmin, qmax)
+                        let (s, z) = (s.get(g).copied().unwrap_or(1.0), z.get(g).copied().unwrap_or(0));
+                        ((v / f64::from(s)).round_ties_even() as i64).saturating_add(z).clamp(*qmin, *qmax)
                     })
                     .collect();
-                let zero_points = zero_point.then(|| pack_ints(dtype, &z));
-                codes = pack_ints(dtype, &q);
-                (ElementType::F32, f32_bytes(s.into_iter()), zero_points)
+                return pack_ints(self.dtype, &q);
             }
+        };
+        match self.dtype.packing() {
+            hurray_format::Packing::SubByte { .. } => pack_nibbles(&codes),
+            hurray_format::Packing::Bytes(_) => codes,
         }
-    };
-    let values = match dtype.packing() {
-        hurray_format::Packing::SubByte { .. }
-            if scheme == QuantScheme::Nf4 || scheme == QuantScheme::Mxfp =>
-        {
-            pack_nibbles(&codes)
-        }
-        _ => codes,
-    };
-    let section = Quantization {
-        scheme,
-        axis,
-        block_size,
-        scale_type,
-        zero_point_type: zero_points.as_ref().map(|_| dtype),
-    };
-    Ok(tensor.with_values(dtype, values).with_quantization(OwnedQuantization {
-        section,
-        scales,
-        zero_points,
-    }))
+    }
+
+    /// The stored type.
+    pub(crate) fn dtype(&self) -> ElementType {
+        self.dtype
+    }
+
+    /// The parameters, for dequantizing while the encoder is still needed.
+    pub(crate) fn quantization(&self) -> &OwnedQuantization {
+        &self.quantization
+    }
+
+    /// The stored type and the quantization section with its buffers.
+    pub(crate) fn into_parts(self) -> (ElementType, OwnedQuantization) {
+        (self.dtype, self.quantization)
+    }
 }
 
 fn f32_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {

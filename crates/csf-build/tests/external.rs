@@ -204,13 +204,62 @@ fn empty_input_gives_the_empty_tensor() {
 }
 
 #[test]
-fn quantization_is_refused_up_front() {
+fn every_quantization_scheme_gives_the_in_memory_file() {
+    let shape = [30u64, 40, 50];
+    let coo = synthetic(&shape, 6000, Distribution::PowerLaw { skew: 2.0 }, 17);
+    let (coords, _) = unique(&coo);
+    let mut rng = Rng::new(3);
+    // Signed values of several magnitudes, so that every group's range differs.
+    let values: Vec<f64> =
+        (0..coords.len() / 3).map(|_| (rng.next_f64() - 0.3) * 10f64.powi(rng.below(4) as i32)).collect();
+    let schemes = [
+        "per-tensor",
+        "per-tensor:u8:zp",
+        "per-tensor:f8e4m3",
+        "per-channel:axis=1:i8",
+        "per-channel:axis=2:u4:zp",
+        "per-block:block=7:i4",
+        "per-block:block=64:i16:zp",
+        "nf4:block=5",
+        "mxfp:f4e2m1",
+        "mxfp:f6e3m2",
+    ];
+    for scheme in schemes {
+        let options = Options {
+            quantize: Some(scheme.parse().unwrap()),
+            mode_order: ModeOrder::Explicit(vec![2, 0, 1]),
+            ..Options::default()
+        };
+        let want = in_memory(&shape, &coords, &values, &options).unwrap();
+        for memory in [TINY, 1 << 30] {
+            let (got, _) = external(Some(&shape), 3, &coords, &values, &options, memory, 511).unwrap();
+            assert!(got == want, "{scheme}, budget {memory}: files differ");
+        }
+    }
+}
+
+#[test]
+fn a_quantization_that_cannot_apply_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let limits = ExternalOptions { memory: TINY, temp_dir: dir.path().to_owned(), expected_entries: None };
-    let options = Options { quantize: Some("per-tensor".parse().unwrap()), ..Options::default() };
-    let err = ExternalBuilder::new(3, None, ElementType::F32, options, limits).unwrap_err();
-    assert!(matches!(err, ExternalError::Unsupported("quantization")), "{err:?}");
+    let options = Options { quantize: Some("per-channel:axis=3".parse().unwrap()), ..Options::default() };
+    let err = ExternalBuilder::new(3, Some(vec![2, 2, 2]), ElementType::F32, options, limits).unwrap_err();
+    assert!(matches!(err, ExternalError::Build(BuildError::Quantize(_))), "{err:?}");
     assert_empty(dir.path());
+    // A value that is not finite names its leaf in the whole tensor.
+    let shape = [4u64, 4, 4];
+    let coords: Vec<u64> = (0..64).flat_map(|i| [i / 16, i / 4 % 4, i % 4]).collect();
+    let mut values = vec![1.0; 64];
+    values[50] = f64::INFINITY;
+    let options = Options { quantize: Some("per-tensor".parse().unwrap()), ..Options::default() };
+    let err = external(Some(&shape), 3, &coords, &values, &options, TINY, 5).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ExternalError::Build(BuildError::Quantize(csf_build::QuantizeError::NotFinite { leaf: 50, .. }))
+        ),
+        "{err:?}"
+    );
 }
 
 /// A writer that fails once `limit` bytes have been written.

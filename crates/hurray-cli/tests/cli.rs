@@ -896,9 +896,14 @@ fn convert_within_a_memory_budget_writes_the_in_memory_file() {
     std::fs::write(&gz, encoder.finish().unwrap()).unwrap();
     let spill = dir.path().join("spill");
     std::fs::create_dir(&spill).unwrap();
-    for extra in
-        [&["--mode-order", "3,1,0,2"][..], &["--dtype", "f32", "--drop-zeros"], &["--shape", "7,50,3,900"]]
-    {
+    let extras: [&[&str]; 5] = [
+        &["--mode-order", "3,1,0,2"],
+        &["--dtype", "f32", "--drop-zeros"],
+        &["--shape", "7,50,3,900"],
+        &["--quantize", "per-block:block=32:i4"],
+        &["--quantize", "per-channel:axis=1:u8:zp", "--mode-order", "1,0,2,3"],
+    ];
+    for extra in extras {
         let want = dir.path().join("mem.hurray");
         ok([&["convert", s(&tns), "-o", s(&want), "-q"][..], extra].concat());
         for input in [&tns, &gz] {

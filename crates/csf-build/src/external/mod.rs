@@ -25,19 +25,25 @@
 //! order) come out as in memory. A single key with more duplicates than the
 //! budget holds cannot be split and is built over budget.
 
+mod output;
+mod partition;
+mod quantized;
 mod spill;
 
 use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use hurray_format::{BufferEntry, Descriptor, ElementType, EncodeError, Statistics};
+use hurray_format::{ElementType, EncodeError};
 
 use crate::build::{check_permutation, entry_count};
-use crate::concat::{ArraySink, ConcatError, Joiner};
+use crate::concat::{ConcatError, Joiner};
 use crate::order::choose;
 use crate::values::Slots;
 use crate::{build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrder, Options, Source};
+use output::{FileSinks, Header};
+use partition::{partition_of, quantiles};
+use quantized::Observer;
 use spill::{RecordReader, RecordShape, SpillDir, SpillWriter};
 
 /// How much memory and disk an [`ExternalBuilder`] may use.
@@ -105,9 +111,6 @@ pub enum ExternalError {
     /// Writing the container failed.
     #[error("writing the container: {0}")]
     Encode(#[source] EncodeError),
-    /// An option the external build does not offer.
-    #[error("{0} is not available in the external build")]
-    Unsupported(&'static str),
 }
 
 impl From<ConcatError<ExternalError>> for ExternalError {
@@ -133,8 +136,6 @@ const BUILD_BYTES_PER_RECORD_BYTE: u64 = 4;
 /// Open spill files at once (one per partition); more partitions than this
 /// are made by splitting again.
 const MAX_PARTITIONS: usize = 256;
-/// Keys sorted to choose the partitions' bounds.
-const QUANTILE_SAMPLE: usize = 1 << 16;
 /// The smallest spill-file buffer worth a write call.
 const MIN_SPILL_BUFFER: usize = 4096;
 
@@ -145,7 +146,11 @@ const MIN_SPILL_BUFFER: usize = 4096;
 /// quarter of the budget), with the guarantee of [`AutoChoice`](crate::AutoChoice)
 /// for those entries: on the whole input, the order that an in-memory build
 /// would choose when the first entries represent the rest. The chosen order is
-/// in the report. Quantization is not offered here yet.
+/// in the report. Quantization takes a second pass over the joined values:
+/// each group's range is gathered as the parts are joined (per-channel
+/// schemes also spill each leaf's channel), then the values are encoded with
+/// [`quantize`](crate::quantize())'s arithmetic, so the file is the one `build`
+/// writes.
 ///
 /// ```
 /// use csf_build::{ExternalBuilder, ExternalOptions, Indices, Options};
@@ -196,9 +201,10 @@ impl ExternalBuilder {
     ///
     /// # Errors
     /// [`ExternalError::Build`] for a rank outside `3..=64`, a shape of
-    /// another length, or a bad explicit mode order;
-    /// [`ExternalError::Unsupported`] for quantization; [`ExternalError::Io`]
-    /// when the spill directory cannot be made.
+    /// another length, a bad explicit mode order, or a quantization scheme
+    /// that cannot apply to the shape or type (found here when the shape is
+    /// given, else at [`finish`](Self::finish)); [`ExternalError::Io`] when
+    /// the spill directory cannot be made.
     pub fn new(
         rank: usize,
         shape: Option<Vec<u64>>,
@@ -221,8 +227,9 @@ impl ExternalBuilder {
             }
             ModeOrder::Auto => None,
         };
-        if options.quantize.is_some() {
-            return Err(ExternalError::Unsupported("quantization"));
+        if let (Some(spec), Some(shape)) = (options.quantize, &shape) {
+            // Refuse a scheme that cannot apply before any entry is spilled.
+            crate::quantize::Plan::new(spec, shape).map_err(BuildError::from)?;
         }
         let width = Slots::new(element_type, &[], 0).width;
         if options.duplicates == Duplicates::Sum {
@@ -386,25 +393,74 @@ impl ExternalBuilder {
                 parts.push(writer.finish()?);
             }
         }
+        let observer = match self.options.quantize {
+            Some(spec) => Some(Observer::new(spec, &shape, &mut self.dir)?),
+            None => None,
+        };
         let sinks = FileSinks::new(&mut self.dir, self.record.rank)?;
-        let mut joiner = Joiner::new(self.element_type, &shape, &order, sinks)?;
-        let mut report =
-            ExternalReport { entries: self.entries, mode_order: order.clone(), ..ExternalReport::default() };
+        let mut assembly = Assembly {
+            order: order.clone(),
+            joiner: Joiner::new(self.element_type, &shape, &order, sinks)?,
+            report: ExternalReport { entries: self.entries, mode_order: order, ..ExternalReport::default() },
+            observer,
+        };
         if !held.is_empty() || parts.is_empty() {
-            self.build_part(held, &shape, &order, &mut joiner, &mut report)?;
+            self.build_part(held, &shape, &mut assembly)?;
         }
         for (path, bytes) in parts {
-            self.build_partition(&path, bytes, &shape, &order, &mut joiner, &mut report)?;
+            self.build_partition(&path, bytes, &shape, &mut assembly)?;
         }
+        self.write(assembly, &shape, out, with_statistics)
+    }
+
+    /// Writes the joined tensor, quantized first when asked.
+    fn write(
+        mut self,
+        assembly: Assembly,
+        shape: &[u64],
+        out: impl Write,
+        with_statistics: bool,
+    ) -> Result<ExternalReport, ExternalError> {
+        let Assembly { order, joiner, mut report, observer } = assembly;
         let joined = joiner.finish()?;
-        let statistics = joined.statistics;
-        report.nnz = statistics.nnz;
-        let (lengths, files) = joined.sink.close()?;
+        report.nnz = joined.statistics.nnz;
+        let (mut lengths, mut files) = joined.sink.close()?;
+        let mut header = Header {
+            element_type: self.element_type,
+            shape,
+            order: &order,
+            nnz: report.nnz,
+            statistics: Some(joined.statistics),
+            quantization: None,
+        };
+        if let Some(observer) = observer {
+            let (Some(values), Some(length)) = (files.first_mut(), lengths.first_mut()) else {
+                return Err(BuildError::RankTooSmall { rank: 0 }.into());
+            };
+            let encoded = observer.encode(&mut self.dir, values, self.element_type, report.nnz)?;
+            self.bytes_spilled += encoded.length;
+            (*values, *length) = (encoded.values.clone(), encoded.length);
+            header.statistics = Some(encoded.statistics(joined.statistics));
+            header.element_type = encoded.dtype;
+            header.quantization = Some(encoded.quantization.section);
+            for parameters in [Some(&encoded.quantization.scales), encoded.quantization.zero_points.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                let mut writer = SpillWriter::create(self.dir.new_file("parameters"), 1 << 16)?;
+                writer.write(parameters)?;
+                let (path, length) = writer.finish()?;
+                files.push(path);
+                lengths.push(length);
+            }
+        }
         self.bytes_spilled += lengths.iter().sum::<u64>();
         report.bytes_spilled = self.bytes_spilled;
-        let statistics = with_statistics.then_some(statistics);
-        let descriptor = descriptor(self.element_type, &shape, &order, report.nnz, &lengths, statistics)?;
-        report.bytes_written = write_container(&descriptor, &lengths, &files, out)?;
+        if !with_statistics {
+            header.statistics = None;
+        }
+        let descriptor = output::descriptor(&header, &lengths)?;
+        report.bytes_written = output::write_container(&descriptor, &lengths, &files, out)?;
         Ok(report)
     }
 
@@ -415,17 +471,16 @@ impl ExternalBuilder {
         path: &Path,
         bytes: u64,
         shape: &[u64],
-        order: &[u32],
-        joiner: &mut Joiner<FileSinks>,
-        report: &mut ExternalReport,
+        assembly: &mut Assembly,
     ) -> Result<(), ExternalError> {
         let records = bytes / self.record.bytes() as u64;
         if records > self.fit() {
-            if let Some(pieces) = self.split(path, records, order)? {
-                report.resplit += 1;
+            let order = assembly.order.clone();
+            if let Some(pieces) = self.split(path, records, &order)? {
+                assembly.report.resplit += 1;
                 let _ = std::fs::remove_file(path);
                 for (piece, piece_bytes) in pieces {
-                    self.build_partition(&piece, piece_bytes, shape, order, joiner, report)?;
+                    self.build_partition(&piece, piece_bytes, shape, assembly)?;
                 }
                 return Ok(());
             }
@@ -434,7 +489,7 @@ impl ExternalBuilder {
         let mut held = Vec::new();
         reader.next_block(&mut held, usize::try_from(records).unwrap_or(usize::MAX))?;
         let _ = std::fs::remove_file(path);
-        self.build_part(held, shape, order, joiner, report)
+        self.build_part(held, shape, assembly)
     }
 
     /// Splits an oversized partition by quantiles of its own keys; `None`
@@ -495,14 +550,7 @@ impl ExternalBuilder {
     }
 
     /// Builds the records `held` in memory and appends them to the join.
-    fn build_part(
-        &self,
-        held: Vec<u8>,
-        shape: &[u64],
-        order: &[u32],
-        joiner: &mut Joiner<FileSinks>,
-        report: &mut ExternalReport,
-    ) -> Result<(), ExternalError> {
+    fn build_part(&self, held: Vec<u8>, shape: &[u64], assembly: &mut Assembly) -> Result<(), ExternalError> {
         let rank = self.record.rank;
         let records = held.len() / self.record.bytes();
         let mut coords = Vec::with_capacity(records * rank);
@@ -523,13 +571,32 @@ impl ExternalBuilder {
             element_type: self.element_type,
             values: Cow::Owned(packer.pack(slots)),
         };
-        let options = Options { mode_order: ModeOrder::Explicit(order.to_vec()), ..self.options.clone() };
+        // Quantization needs every value: it comes after the join.
+        let options = Options {
+            mode_order: ModeOrder::Explicit(assembly.order.clone()),
+            quantize: None,
+            ..self.options.clone()
+        };
         let built = build(&coo, &options).map_err(|e| in_input(e, &entries))?;
-        report.removed += built.removed;
-        report.partitions += 1;
-        joiner.push(&built.tensor.view())?;
+        assembly.report.removed += built.removed;
+        assembly.report.partitions += 1;
+        let view = built.tensor.view();
+        if let Some(observer) = &mut assembly.observer {
+            let first_leaf = assembly.joiner.node_counts().last().copied().unwrap_or(0);
+            observer.observe(&view, first_leaf)?;
+        }
+        assembly.joiner.push(&view)?;
         Ok(())
     }
+}
+
+/// The build pass's state: the join, what it reports, and the first
+/// quantization pass.
+struct Assembly {
+    order: Vec<u32>,
+    joiner: Joiner<FileSinks>,
+    report: ExternalReport,
+    observer: Option<Observer>,
 }
 
 /// A build error with its entry positions mapped from the partition to the input.
@@ -544,158 +611,5 @@ fn in_input(error: BuildError, entries: &[u64]) -> BuildError {
             BuildError::OutOfBounds { entry: global(entry), dim, coord, extent }
         }
         other => other,
-    }
-}
-
-/// The partition of a record: the number of bounds at or below its key
-/// (compared in place, without making the key: this runs once per entry).
-fn partition_of(bounds: &[Vec<u64>], shape: RecordShape, order: &[u32], record: &[u8]) -> usize {
-    bounds.partition_point(|bound| {
-        let key = order.iter().map(|&d| shape.coord(record, d as usize));
-        bound.iter().copied().cmp(key) != std::cmp::Ordering::Greater
-    })
-}
-
-/// A record's coordinates in storage order.
-fn storage_key(shape: RecordShape, order: &[u32], record: &[u8]) -> Vec<u64> {
-    order.iter().map(|&d| shape.coord(record, d as usize)).collect()
-}
-
-/// Up to `parts - 1` strictly increasing keys that cut `records` (by their
-/// storage-order keys) into `parts` near-equal ranges. Equal keys never
-/// straddle a cut: a cut is a key, and a range holds the keys below it.
-fn quantiles(shape: RecordShape, order: &[u32], records: &[u8], parts: usize) -> Vec<Vec<u64>> {
-    // A systematic sample is plenty for at most MAX_PARTITIONS cuts, and keeps
-    // the keys' memory small beside the records'.
-    let count = records.len() / shape.bytes();
-    let stride = count.div_ceil(QUANTILE_SAMPLE).max(1);
-    let mut keys: Vec<Vec<u64>> =
-        records.chunks_exact(shape.bytes()).step_by(stride).map(|r| storage_key(shape, order, r)).collect();
-    keys.sort_unstable();
-    let mut bounds: Vec<Vec<u64>> = Vec::new();
-    for p in 1..parts {
-        let Some(key) = keys.get(p * keys.len() / parts) else { continue };
-        // A cut at the smallest key would leave the first range empty.
-        let above_last = bounds.last().map_or(Some(key) != keys.first(), |b| key > b);
-        if above_last {
-            bounds.push(key.clone());
-        }
-    }
-    bounds
-}
-
-/// The container's descriptor for buffers of `lengths`.
-fn descriptor(
-    element_type: ElementType,
-    shape: &[u64],
-    order: &[u32],
-    nnz: u64,
-    lengths: &[u64],
-    statistics: Option<Statistics>,
-) -> Result<Descriptor, ExternalError> {
-    let mut descriptor = Descriptor::csf(element_type, shape, order, nnz)
-        .ok_or(BuildError::RankTooLarge { rank: shape.len() })?;
-    for _ in lengths {
-        descriptor
-            .buffers
-            .push(BufferEntry::default())
-            .map_err(|_| BuildError::RankTooLarge { rank: shape.len() })?;
-    }
-    descriptor.statistics = statistics;
-    Ok(descriptor)
-}
-
-/// Writes the container, each buffer copied from its spill file.
-fn write_container(
-    descriptor: &Descriptor,
-    lengths: &[u64],
-    files: &[PathBuf],
-    out: impl Write,
-) -> Result<u64, ExternalError> {
-    // A spill file that cannot be read is reported with its path; a write
-    // that fails is the output's error.
-    let mut failed: Option<ExternalError> = None;
-    let mut buffer = vec![0u8; 1 << 16];
-    let written = hurray_format::encode_streamed(descriptor, lengths, out, |index, out| {
-        let path = files.get(index).ok_or_else(|| io::Error::other("no spill file"))?;
-        let spill_error = |e: io::Error| ExternalError::io("read a spill file", path, e);
-        let mut file = match std::fs::File::open(path) {
-            Ok(file) => file,
-            Err(e) => {
-                failed = Some(spill_error(e));
-                return Err(io::Error::other("a spill file failed"));
-            }
-        };
-        let mut copied = 0u64;
-        loop {
-            let n = match io::Read::read(&mut file, &mut buffer) {
-                Ok(0) => return Ok(copied),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    failed = Some(spill_error(e));
-                    return Err(io::Error::other("a spill file failed"));
-                }
-            };
-            out.write_all(&buffer[..n])?;
-            copied += n as u64;
-        }
-    });
-    match (written, failed) {
-        (Ok(n), _) => Ok(n),
-        (Err(_), Some(spill)) => Err(spill),
-        (Err(e), None) => Err(ExternalError::Encode(e)),
-    }
-}
-
-/// The output's buffers, one spill file each: values, then `pos_L`, `crd_L`.
-#[derive(Debug)]
-struct FileSinks {
-    writers: Vec<SpillWriter>,
-}
-
-impl FileSinks {
-    fn new(dir: &mut SpillDir, rank: usize) -> Result<Self, ExternalError> {
-        let mut writers = vec![SpillWriter::create(dir.new_file("values"), 1 << 16)?];
-        for level in 0..rank {
-            writers.push(SpillWriter::create(dir.new_file(&format!("pos{level}")), 1 << 16)?);
-            writers.push(SpillWriter::create(dir.new_file(&format!("crd{level}")), 1 << 16)?);
-        }
-        Ok(Self { writers })
-    }
-
-    fn append(&mut self, index: usize, words: &[u64]) -> Result<(), ExternalError> {
-        let mut bytes = Vec::with_capacity(words.len() * 8);
-        for w in words {
-            bytes.extend_from_slice(&w.to_le_bytes());
-        }
-        self.writers.get_mut(index).map_or(Ok(()), |w| w.write(&bytes))
-    }
-
-    fn close(self) -> Result<(Vec<u64>, Vec<PathBuf>), ExternalError> {
-        let mut lengths = Vec::new();
-        let mut files = Vec::new();
-        for writer in self.writers {
-            let (path, bytes) = writer.finish()?;
-            lengths.push(bytes);
-            files.push(path);
-        }
-        Ok((lengths, files))
-    }
-}
-
-impl ArraySink for FileSinks {
-    type Error = ExternalError;
-
-    fn pos(&mut self, level: usize, words: &[u64]) -> Result<(), ExternalError> {
-        self.append(1 + 2 * level, words)
-    }
-
-    fn crd(&mut self, level: usize, words: &[u64]) -> Result<(), ExternalError> {
-        self.append(2 + 2 * level, words)
-    }
-
-    fn values(&mut self, bytes: &[u8]) -> Result<(), ExternalError> {
-        self.writers.first_mut().map_or(Ok(()), |w| w.write(bytes))
     }
 }

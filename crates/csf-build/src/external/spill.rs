@@ -166,3 +166,23 @@ impl RecordReader {
         Ok(())
     }
 }
+
+/// Reads a spill file of plain bytes (the output's arrays) in pieces.
+pub(crate) struct ByteReader {
+    path: PathBuf,
+    input: BufReader<File>,
+}
+
+impl ByteReader {
+    pub(crate) fn open(path: &Path) -> Result<Self, ExternalError> {
+        let file = File::open(path).map_err(|e| ExternalError::io("read a spill file", path, e))?;
+        Ok(Self { path: path.to_owned(), input: BufReader::with_capacity(1 << 16, file) })
+    }
+
+    /// Exactly the next `len` bytes into `buffer` (replacing its contents).
+    pub(crate) fn read_exact(&mut self, buffer: &mut Vec<u8>, len: usize) -> Result<(), ExternalError> {
+        buffer.clear();
+        buffer.resize(len, 0);
+        self.input.read_exact(buffer).map_err(|e| ExternalError::io("read a spill file", &self.path, e))
+    }
+}
