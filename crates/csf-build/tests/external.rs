@@ -96,12 +96,15 @@ fn tiny_budgets_give_the_in_memory_file_for_ranks_3_to_6() {
             for mode_order in [ModeOrder::Identity, ModeOrder::Explicit(order)] {
                 let options = Options { mode_order, duplicates: Duplicates::Last, ..Options::default() };
                 let want = in_memory(shape, &coords, &values, &options).unwrap();
-                for memory in [TINY, 1 << 30] {
+                for memory in [4 << 10, TINY, 1 << 30] {
                     let (got, report) =
                         external(Some(shape), rank, &coords, &values, &options, memory, 97).unwrap();
                     assert!(got == want, "shape {shape:?}, {options:?}, budget {memory}: files differ");
                     if memory == TINY {
                         assert!(report.partitions > 1, "a tiny budget must partition: {report:?}");
+                    }
+                    if memory == 4 << 10 {
+                        assert!(report.partitions >= 100, "4 KiB makes hundreds of partitions: {report:?}");
                     }
                 }
             }
