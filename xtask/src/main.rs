@@ -9,12 +9,14 @@
 //! never be able to break the tool that checks dependency updates.
 
 mod embedded;
+mod features;
 mod miri;
+mod msrv;
 
 use std::env;
 use std::ffi::OsStr;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,10 +45,24 @@ const TASKS: &[Task] = &[
         run: ci,
     },
     Task {
+        name: "features",
+        usage: "",
+        about: "each library alone under each feature set it declares, from --no-default-features up: \
+                clippy on the library, and its tests where a test build keeps that feature set (also a ci step)",
+        run: |args| no_args("features", args).and_then(|()| features::features()),
+    },
+    Task {
         name: "nostd",
         usage: "",
-        about: "prove that hurray-format and csf-core build with neither std nor an allocator",
+        about: "prove that hurray-format, csf-core and csf-validate build with neither std nor an allocator",
         run: |args| no_args("nostd", args).and_then(|()| nostd()),
+    },
+    Task {
+        name: "msrv",
+        usage: "",
+        about: "cargo check the libraries with the toolchain of their declared rust-version and the CLI with \
+                its own (installs those toolchains if missing; also a ci step)",
+        run: |args| no_args("msrv", args).and_then(|()| msrv::msrv()),
     },
     Task {
         name: "embedded",
@@ -131,12 +147,19 @@ const CI_STEPS: &[Step] = &[
     },
     // Unit, integration and doc tests of every member.
     Step { name: "test", run: test },
+    // Each library alone (no feature unified in from another member) under
+    // each feature set it declares; the matrix is in features.rs.
+    Step { name: "features", run: features::features },
     Step { name: "doc", run: doc },
     // The docs.rs build of each library: nightly rustdoc, every feature,
     // `--cfg docsrs`, warnings denied. Installs nightly (minimal profile) when
     // missing; its own target dir, so reruns only re-document (a few seconds).
     Step { name: "docsrs", run: docsrs },
     Step { name: "nostd", run: nostd },
+    // `cargo check` with the toolchain each published crate declares as its
+    // `rust-version` (1.81 for the libraries, 1.85 for the CLI), installed
+    // (minimal profile) when missing; its own target dir.
+    Step { name: "msrv", run: msrv::msrv },
     // The firmware on a Cortex-M4F and a Cortex-M0 under QEMU, with the
     // budgets of docs/benchmarks.md. About 2 minutes on a fresh machine
     // (QEMU's install, the targets, three builds per board), 30 s warm.
@@ -267,9 +290,7 @@ fn docsrs() -> Result {
     ensure_nightly()?;
     // Not the stable target dir: nightly artifacts would sit beside stable
     // ones and `target/doc` would mix the two builds.
-    let target_dir = env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| "target".into(), std::path::PathBuf::from)
-        .join("docsrs");
+    let target_dir = target_subdir("docsrs");
     let rustdocflags = format!("{DOCS_RS_RUSTDOCFLAGS} -D warnings");
     for krate in DOCS_RS_CRATES {
         let mut cmd = nightly_cargo();
@@ -343,23 +364,37 @@ fn python() -> Result {
     run(&mut pytest)
 }
 
-/// Installs the nightly toolchain (minimal profile: rustc, which ships
-/// rustdoc, rust-std and cargo) when `cargo +nightly` does not run.
+/// Installs the nightly toolchain when `cargo +nightly` does not run.
 fn ensure_nightly() -> Result {
-    let mut probe = nightly_cargo();
+    ensure_toolchain("nightly")
+        .map_err(|e| format!("{e}\n  docs.rs builds with nightly, and so does this step"))
+}
+
+/// Installs `toolchain` (minimal profile: rustc, which ships rustdoc,
+/// rust-std and cargo) when `cargo +TOOLCHAIN` does not run.
+fn ensure_toolchain(toolchain: &str) -> Result {
+    let mut probe = toolchain_cargo(toolchain);
     probe.arg("--version").stdout(Stdio::null()).stderr(Stdio::null());
     if probe.status().is_ok_and(|status| status.success()) {
         return Ok(());
     }
-    eprintln!("the nightly toolchain is not installed; installing it with rustup");
+    eprintln!("the {toolchain} toolchain is not installed; installing it with rustup");
     let mut install = Command::new("rustup");
-    install.env_remove("RUSTUP_TOOLCHAIN").args(["toolchain", "install", "nightly", "--profile", "minimal"]);
-    run(&mut install).map_err(|e| format!("{e}\n  docs.rs builds with nightly, and so does this step"))
+    install.env_remove("RUSTUP_TOOLCHAIN").args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+    run(&mut install)
+}
+
+/// A directory of its own under the target dir, for a step that builds with
+/// another toolchain, so that its artifacts do not mix with the stable ones.
+fn target_subdir(name: &str) -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), PathBuf::from).join(name)
 }
 
 /// The no_std proof: builds `nostd-check` alone, so that cargo's feature
-/// unification cannot switch on `std` in hurray-format or csf-core the way a
-/// workspace-wide build (with hurray-cli's `std` features) does.
+/// unification cannot switch on `std` in hurray-format, csf-core or
+/// csf-validate the way a workspace-wide build (with hurray-cli's `std`
+/// features) does. Its exported functions decode, look up and strictly
+/// validate, so the staticlib holds all three crates' code, not only names.
 ///
 /// It is built as a `staticlib` with `panic=abort` rather than with
 /// `cargo build`: both fail on a std leak (std's `panic_impl` clashes with the
@@ -372,7 +407,7 @@ fn nostd() -> Result {
     let rustc = ["--", "-C", "panic=abort", "-D", "warnings"];
     run(cargo_cmd().args(build).args(rustc)).map_err(|e| {
         format!(
-            "{e}\n  `duplicate lang item panic_impl` means std leaked into hurray-format or csf-core;\n  \
+            "{e}\n  `duplicate lang item panic_impl` means std leaked into hurray-format, csf-core or csf-validate;\n  \
              `no global memory allocator found` means alloc did (check their features and dependencies)"
         )
     })
@@ -591,12 +626,17 @@ fn cargo(args: &[&str]) -> Result {
     run(cargo_cmd().args(args))
 }
 
-/// `cargo +nightly` through the rustup proxy. `CARGO` and `RUSTUP_TOOLCHAIN`
-/// point at the stable toolchain running us and would otherwise leak into
-/// cargo-fuzz's own cargo calls.
+/// `cargo +nightly` through the rustup proxy.
 fn nightly_cargo() -> Command {
+    toolchain_cargo("nightly")
+}
+
+/// `cargo +TOOLCHAIN` through the rustup proxy. `CARGO` and
+/// `RUSTUP_TOOLCHAIN` point at the stable toolchain running us and would
+/// otherwise leak into cargo-fuzz's own cargo calls.
+fn toolchain_cargo(toolchain: &str) -> Command {
     let mut cmd = Command::new("cargo");
-    cmd.arg("+nightly").env_remove("CARGO").env_remove("RUSTUP_TOOLCHAIN").current_dir(ROOT);
+    cmd.arg(format!("+{toolchain}")).env_remove("CARGO").env_remove("RUSTUP_TOOLCHAIN").current_dir(ROOT);
     cmd
 }
 
@@ -705,6 +745,25 @@ mod tests {
                 lib.lines().any(|l| l.trim() == "#![cfg_attr(docsrs, feature(doc_cfg))]"),
                 "{krate}: lib.rs lacks #![cfg_attr(docsrs, feature(doc_cfg))]"
             );
+        }
+    }
+
+    /// A library claims `no_std` on crates.io (keyword `no_std` or category
+    /// `no-std`) exactly when the `nostd` step proves it: when `nostd-check`
+    /// depends on it.
+    #[test]
+    fn no_std_claims_are_the_crates_the_nostd_step_builds() {
+        let crates = Path::new(ROOT).join("crates");
+        let proof = fs::read_to_string(crates.join("nostd-check/Cargo.toml")).unwrap();
+        let proof = proof.split("\n[dependencies]\n").nth(1).unwrap().split("\n[").next().unwrap();
+        for krate in DOCS_RS_CRATES {
+            let manifest = fs::read_to_string(crates.join(krate).join("Cargo.toml")).unwrap();
+            let claims = manifest.lines().any(|line| {
+                (line.starts_with("keywords") || line.starts_with("categories"))
+                    && (line.contains("\"no_std\"") || line.contains("\"no-std\""))
+            });
+            let proven = proof.lines().any(|line| line.split(['.', ' ']).next() == Some(*krate));
+            assert_eq!(claims, proven, "{krate}: claims no_std: {claims}, built by nostd-check: {proven}");
         }
     }
 

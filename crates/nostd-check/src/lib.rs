@@ -1,4 +1,5 @@
-//! Proof that `hurray-format` and `csf-core` need neither std nor an allocator.
+//! Proof that `hurray-format`, `csf-core` and `csf-validate` need neither std
+//! nor an allocator.
 //!
 //! This is the shape of the embedded use case: a container baked into the
 //! binary as a `static` byte array, decoded in place with no heap. `cargo xtask
@@ -82,6 +83,24 @@ pub extern "C" fn hurray_example_lookup(i: u64, j: u64, k: u64) -> f32 {
     lookup(&[i, j, k]).unwrap_or(f32::NAN)
 }
 
+/// Strictly validates the embedded example with `csf-validate` (every rule of
+/// the spec: the descriptor, the buffer sizes and every storage invariant over
+/// every level) and returns its number of stored values (4), or 0 if it is not
+/// a valid CSF tensor.
+///
+/// Exported with the C ABI, like [`hurray_example_lookup`], so that the
+/// staticlib contains the whole strict validator.
+#[no_mangle]
+pub extern "C" fn hurray_example_validated_nnz() -> u64 {
+    validated_nnz(&EXAMPLE.0).unwrap_or(0)
+}
+
+fn validated_nnz(bytes: &[u8]) -> Option<u64> {
+    let container = Container::decode(bytes).ok()?;
+    let tensor = csf_validate::validate(&container).ok()?;
+    Some(tensor.nnz())
+}
+
 fn lookup(index: &[u64; 3]) -> Option<f32> {
     let container = Container::decode(&EXAMPLE.0).ok()?;
     let view = csf_core::CsfView::from_container(&container).ok()?;
@@ -111,6 +130,23 @@ mod tests {
     #[test]
     fn embedded_example_decodes() {
         assert_eq!(example_values_len(), Some(16));
+    }
+
+    #[test]
+    fn embedded_example_passes_strict_validation() {
+        assert_eq!(hurray_example_validated_nnz(), 4);
+    }
+
+    /// The validator linked in really checks: the same bytes with a leaf
+    /// coordinate outside its extent (crd_2[1] = 4 at byte 456, extent 4)
+    /// still decode, but fail strict validation.
+    #[test]
+    fn a_broken_invariant_fails_strict_validation() {
+        let mut broken = Aligned(EXAMPLE.0);
+        assert_eq!(broken.0[456], 3);
+        broken.0[456] = 4;
+        assert!(Container::decode(&broken.0).is_ok());
+        assert_eq!(validated_nnz(&broken.0), None);
     }
 
     #[test]
