@@ -354,17 +354,10 @@ fn no_parts_is_an_error_and_a_joiner_of_none_is_empty() {
     let empty = case.build(0..0);
     let joiner = Joiner::new(ElementType::F32, &case.shape, &case.order, VecSink::default()).unwrap();
     let joined = joiner.finish().unwrap();
-    let tensor = OwnedCsf::new(
-        joined.element_type,
-        joined.shape,
-        joined.mode_order,
-        joined.statistics.nnz,
-        joined.sink.levels,
-        joined.sink.values,
-    )
-    .unwrap();
+    let statistics = joined.statistics;
+    let tensor = joined.into_tensor().unwrap();
     assert_eq!(tensor, empty.tensor);
-    assert_eq!(joined.statistics, empty.statistics());
+    assert_eq!(statistics, empty.statistics());
     // Empty parts only: the empty tensor too.
     let parts = [case.build(0..0), case.build(0..0)];
     assert_eq!(concat(&views(&parts)).unwrap().tensor, empty.tensor);

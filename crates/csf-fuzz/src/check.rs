@@ -307,16 +307,7 @@ fn clamped_walk(view: &CsfView<'_>) -> Vec<(Vec<u64>, usize)> {
 /// part after part, with the same values (compared bit for bit: NaNs too).
 pub(crate) fn joined(joined: &csf_build::Joined<csf_build::VecSink>, parts: &[&CsfView<'_>]) {
     let nnz = joined.statistics.nnz;
-    let sink = joined.sink.clone();
-    let tensor = OwnedCsf::new(
-        joined.element_type,
-        joined.shape.clone(),
-        joined.mode_order.clone(),
-        nnz,
-        sink.levels,
-        sink.values,
-    )
-    .expect("a joined tensor has a valid header");
+    let tensor = joined.clone().into_tensor().expect("a joined tensor has a valid header");
     let view = tensor.view();
     if let Err(v) = csf_validate::validate_view(view) {
         panic!("the joined tensor breaks a rule: {v}");

@@ -95,16 +95,8 @@ pub fn concat(parts: &[CsfView<'_>]) -> Result<Built, ConcatError> {
     }
     let joined = joiner.finish()?;
     let rank = joined.shape.len();
-    let tensor = OwnedCsf::new(
-        joined.element_type,
-        joined.shape,
-        joined.mode_order,
-        joined.statistics.nnz,
-        joined.sink.levels,
-        joined.sink.values,
-    )
     // The header passed `Joiner::new`'s checks, which are the view's.
-    .map_err(|_| BuildError::RankTooLarge { rank })?;
+    let tensor = joined.into_tensor().map_err(|_| BuildError::RankTooLarge { rank })?;
     debug_assert!(
         csf_validate::validate_view(tensor.view()).is_ok(),
         "the join broke a storage invariant: {:?}",
@@ -163,6 +155,18 @@ pub struct Joined<S> {
     /// of the joined tensor: `nnz`, the sparsity ratio, and the min and max
     /// of the values (NaNs skipped), gathered as the values went by.
     pub statistics: Statistics,
+}
+
+impl Joined<VecSink> {
+    /// The joined tensor, its arrays moved out of the in-memory sink.
+    ///
+    /// # Errors
+    /// None in practice: the header passed [`Joiner::new`]'s checks, which
+    /// are those of [`OwnedCsf::new`]; its error is kept for the type's sake.
+    pub fn into_tensor(self) -> Result<OwnedCsf, csf_core::ViewError> {
+        let nnz = self.statistics.nnz;
+        OwnedCsf::new(self.element_type, self.shape, self.mode_order, nnz, self.sink.levels, self.sink.values)
+    }
 }
 
 impl<S: ArraySink> Joiner<S> {
