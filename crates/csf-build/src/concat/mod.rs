@@ -289,24 +289,8 @@ impl<S: ArraySink> Joiner<S> {
 }
 
 /// The per-level extents, when `mode_order` is a permutation of `0..rank`
-/// (csf-layout § Mode Ordering).
+/// (csf-layout § Mode Ordering; the check is `build`'s).
 fn check_permutation(mode_order: &[u32], shape: &[u64]) -> Result<Vec<u64>, BuildError> {
-    let rank = shape.len();
-    let bad = || BuildError::BadModeOrder { order: mode_order.to_vec(), rank };
-    if mode_order.len() != rank {
-        return Err(bad());
-    }
-    let mut seen = vec![false; rank];
-    let mut extents = Vec::with_capacity(rank);
-    for &dim in mode_order {
-        let dim = dim as usize;
-        match (seen.get_mut(dim), shape.get(dim)) {
-            (Some(once), Some(&extent)) if !*once => {
-                *once = true;
-                extents.push(extent);
-            }
-            _ => return Err(bad()),
-        }
-    }
-    Ok(extents)
+    crate::build::check_permutation(mode_order, shape.len())?;
+    Ok(mode_order.iter().map(|&d| shape.get(d as usize).copied().unwrap_or(0)).collect())
 }

@@ -1,0 +1,110 @@
+//! The keys of the radix path, made straight from the input.
+
+use std::ops::Range;
+
+use hurray_format::limits::MAX_RANK;
+
+use super::Job;
+use crate::key::Key;
+use crate::sort::KeySource;
+use crate::Indices;
+
+/// Makes the keys straight from the input, for the sort (see `sort.rs`).
+pub(super) struct Keyer<'j> {
+    job: &'j Job<'j>,
+    /// Per level: the logical dimension, its extent, and its field's bits.
+    dims: [usize; MAX_RANK],
+    extents: [u64; MAX_RANK],
+    bits: [u32; MAX_RANK],
+}
+
+impl<'j> Keyer<'j> {
+    pub(super) fn new(job: &'j Job<'j>) -> Self {
+        let mut keyer = Self { job, dims: [0; MAX_RANK], extents: [0; MAX_RANK], bits: [0; MAX_RANK] };
+        for (level, &dim) in job.mode_order.iter().enumerate() {
+            keyer.dims[level] = dim as usize;
+            keyer.extents[level] = job.source.shape[dim as usize];
+            keyer.bits[level] = job.layout.bits[level];
+        }
+        keyer
+    }
+
+    /// The key of an entry whose coordinate of dimension `d` is `coord(d)`,
+    /// from its first `levels` levels (the others' bits clear), with the
+    /// position bits clear (the sort fills them in), and whether those
+    /// coordinates are inside the shape. The per-level widths are
+    /// precomputed and the bounds are checked with a branch-free `&=`; a
+    /// coordinate outside the shape is masked to its field, so that it
+    /// cannot change other fields: the count and the scatter must agree on
+    /// every key's bucket even then (the sort gives up after the scatter).
+    #[inline(always)]
+    fn pack<K: Key>(&self, levels: usize, coord: impl Fn(usize) -> u64) -> (K, bool) {
+        let layout = &self.job.layout;
+        let mut key = K::default();
+        let mut ok = true;
+        for level in 0..levels {
+            let c = coord(self.dims[level]);
+            ok &= c < self.extents[level];
+            key = key.shl_or(self.bits[level], c & layout.mask[level]);
+        }
+        let below = if levels == 0 { layout.total_bits() } else { layout.shift[levels - 1] };
+        (key.shl_or(below, 0), ok)
+    }
+
+    /// Runs `f(key, entry)` over the kept entries of `range`, with keys from
+    /// their first `levels` levels (see `pack`), and says whether every
+    /// coordinate read was inside the shape.
+    #[inline(always)]
+    fn each<K: Key>(&self, range: Range<usize>, levels: usize, mut f: impl FnMut(K, usize)) -> bool {
+        let drop_zeros = self.job.options.drop_zeros;
+        let mut ok = true;
+        // One loop per layout, so that the coordinate lookup inlines.
+        match self.job.source.indices {
+            Indices::RowMajor(flat) => {
+                let rank = self.job.layout.rank;
+                let rows = flat[range.start * rank..range.end * rank].chunks_exact(rank);
+                for (entry, row) in range.zip(rows) {
+                    // Bounds first: a coordinate outside the shape is an
+                    // input error even on an entry that is dropped as zero.
+                    let (key, in_bounds) = self.pack(levels, |d| row[d]);
+                    ok &= in_bounds;
+                    if drop_zeros && !self.job.keep(entry) {
+                        continue;
+                    }
+                    f(key, entry);
+                }
+            }
+            Indices::Columnar(cols) => {
+                for entry in range {
+                    // Bounds first: a coordinate outside the shape is an
+                    // input error even on an entry that is dropped as zero.
+                    let (key, in_bounds) = self.pack(levels, |d| cols[d][entry]);
+                    ok &= in_bounds;
+                    if drop_zeros && !self.job.keep(entry) {
+                        continue;
+                    }
+                    f(key, entry);
+                }
+            }
+        }
+        ok
+    }
+}
+
+impl<K: Key> KeySource<K> for Keyer<'_> {
+    fn entries(&self) -> usize {
+        self.job.source.len
+    }
+
+    fn keys(&self, range: Range<usize>, f: impl FnMut(K, usize)) -> bool {
+        self.each(range, self.job.layout.rank, f)
+    }
+
+    fn prefixes(&self, range: Range<usize>, from: u32, mut f: impl FnMut(K)) {
+        // Only the levels whose fields reach bit `from` or above: the top
+        // level alone on most shapes, a third of the work of a whole key.
+        let layout = &self.job.layout;
+        let levels = (0..layout.rank).find(|&l| layout.shift[l] <= from).map_or(layout.rank, |l| l + 1);
+        self.each(range, levels, |k, _| f(k));
+    }
+}

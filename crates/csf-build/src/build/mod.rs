@@ -1,0 +1,218 @@
+//! The build pipeline: one sort of packed keys (the values travel with them,
+//! and each sorted bucket's nodes are counted while it is in cache), then one
+//! pass over the sorted keys that writes every level, in parallel chunks.
+//!
+//! The radix path's phases each have a module: `keyer` makes the keys,
+//! `radix` sorts and tallies them, `plan` places every chunk of sorted keys
+//! in the output, `fill` writes the chunks. Keys too wide for a `u128` take
+//! `comparison` instead, and input already in storage order `presorted`.
+
+mod comparison;
+mod fill;
+mod keyer;
+mod plan;
+mod radix;
+mod reorder;
+
+pub use reorder::reorder;
+
+use csf_core::OwnedCsf;
+
+use crate::key::Layout;
+use crate::order::{choose, AutoChoice};
+use crate::presorted;
+use crate::values::Slots;
+use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Source};
+
+/// The most entries the presorted path takes when the build could use
+/// several threads: below this the radix sort's chunks are too few to gain
+/// from them (measured on 100k-entry real tensors).
+const PRESORTED_PARALLEL_MAX: usize = 1 << 17;
+
+/// Builds a CSF tensor from COO input.
+///
+/// # Errors
+/// A [`BuildError`] for rank outside `3..=64`, arrays of mismatched lengths,
+/// an invalid explicit mode order, a coordinate outside the shape, a
+/// duplicate under [`Duplicates::Error`], or a sum of an unsummable type.
+pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
+    build_with(coo, options, true)
+}
+
+/// [`build`], with the presorted path allowed or not (the tests compare the two).
+pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Result<Built, BuildError> {
+    let rank = coo.shape.len();
+    check_rank(rank)?;
+    let len = entry_count(coo.indices, rank)?;
+    check_values_len(coo, len)?;
+    let source = Source { shape: coo.shape, indices: coo.indices, len };
+    let slots = Slots::new(coo.element_type, &coo.values, len);
+    if options.duplicates == Duplicates::Sum {
+        slots.can_sum()?;
+    }
+    let (mode_order, auto) = mode_order_of(&source, options)?;
+    let (levels, values) = build_levels(&source, &slots, &mode_order, options, presort)?;
+    let nnz = (values.len() / slots.width.max(1)) as u64;
+    let removed = len as u64 - nnz;
+    let tensor =
+        OwnedCsf::new(coo.element_type, coo.shape.to_vec(), mode_order, nnz, levels, slots.pack(values))
+            .map_err(|_| BuildError::RankTooLarge { rank })?;
+    let tensor = match options.quantize {
+        Some(spec) => crate::quantize(tensor, spec)?,
+        None => tensor,
+    };
+    debug_assert!(
+        csf_validate::validate_view(tensor.view()).is_ok(),
+        "the builder broke a storage invariant: {:?}",
+        csf_validate::validate_view(tensor.view()).err()
+    );
+    // Auto estimated the size from all input entries; report what is stored
+    // (duplicates merged and zeros dropped make it smaller).
+    let auto = auto.map(|choice| {
+        choice.settle(tensor.view().levels().iter().map(|l| (l.pos.len() + l.crd.len()) as u64 * 8).sum())
+    });
+    Ok(Built { tensor, auto, removed })
+}
+
+/// A values buffer of other than `len` values is refused before anything reads it.
+fn check_values_len(coo: &Coo<'_>, len: usize) -> Result<(), BuildError> {
+    let want = coo.element_type.values_len(len as u64).unwrap_or(u64::MAX);
+    if coo.values.len() as u64 != want {
+        return Err(BuildError::LengthMismatch {
+            what: "values (bytes)",
+            found: coo.values.len() as u64,
+            expected: want,
+        });
+    }
+    Ok(())
+}
+
+/// The mode order to store, and Auto's choice when it made it. Auto reads
+/// every coordinate, so it checks them against the shape first.
+fn mode_order_of(
+    source: &Source<'_>,
+    options: &Options,
+) -> Result<(Vec<u32>, Option<AutoChoice>), BuildError> {
+    let rank = source.shape.len();
+    Ok(match &options.mode_order {
+        ModeOrder::Identity => ((0..rank as u32).collect(), None),
+        ModeOrder::Explicit(order) => {
+            check_permutation(order, rank)?;
+            (order.clone(), None)
+        }
+        ModeOrder::Auto => {
+            check_bounds(source)?;
+            let choice = choose(source, options.parallel);
+            (choice.mode_order.clone(), Some(choice))
+        }
+    })
+}
+
+/// The levels and values in `mode_order`, by the cheapest path that can take
+/// the input: the presorted walk, the radix sort on the narrowest key type
+/// that holds a key, or the comparison sort.
+fn build_levels(
+    source: &Source<'_>,
+    slots: &Slots<'_>,
+    mode_order: &[u32],
+    options: &Options,
+    presort: bool,
+) -> Result<Output, BuildError> {
+    let extents: Vec<u64> = mode_order.iter().map(|&d| source.shape[d as usize]).collect();
+    let layout = Layout::new(&extents, source.len);
+    // The presorted path is one thread's walk: with more threads the radix
+    // sort's parallel passes win on large inputs (docs/benchmarks.md).
+    let one_thread = !options.parallel || rayon::current_num_threads() == 1;
+    if presort && (one_thread || source.len <= PRESORTED_PARALLEL_MAX) {
+        let input = presorted::Input { source, slots, mode_order, options };
+        if let Some(output) = presorted::try_build(&input)? {
+            return Ok(output);
+        }
+    }
+    let job = Job { source, slots, mode_order, layout, options };
+    match layout.total_bits() {
+        0..=64 => job.run::<u64>(),
+        65..=128 => job.run::<u128>(),
+        _ => job.run_by_comparison(),
+    }
+}
+
+pub(crate) fn entry_count(indices: Indices<'_>, rank: usize) -> Result<usize, BuildError> {
+    match indices {
+        Indices::RowMajor(flat) => {
+            if flat.len() % rank != 0 {
+                let expected = (flat.len() / rank * rank) as u64;
+                return Err(BuildError::LengthMismatch {
+                    what: "row-major indices",
+                    found: flat.len() as u64,
+                    expected,
+                });
+            }
+            Ok(flat.len() / rank)
+        }
+        Indices::Columnar(cols) => {
+            if cols.len() != rank {
+                return Err(BuildError::LengthMismatch {
+                    what: "index columns",
+                    found: cols.len() as u64,
+                    expected: rank as u64,
+                });
+            }
+            let len = cols.first().map_or(0, |c| c.len());
+            if let Some(bad) = cols.iter().find(|c| c.len() != len) {
+                return Err(BuildError::LengthMismatch {
+                    what: "index column",
+                    found: bad.len() as u64,
+                    expected: len as u64,
+                });
+            }
+            Ok(len)
+        }
+    }
+}
+
+pub(crate) fn check_permutation(order: &[u32], rank: usize) -> Result<(), BuildError> {
+    let mut seen = vec![false; rank];
+    let ok = order.len() == rank
+        && order.iter().all(|&d| seen.get_mut(d as usize).is_some_and(|s| !std::mem::replace(s, true)));
+    if ok {
+        Ok(())
+    } else {
+        Err(BuildError::BadModeOrder { order: order.to_vec(), rank })
+    }
+}
+
+/// The first entry outside the shape, in input order.
+fn check_bounds(source: &Source<'_>) -> Result<(), BuildError> {
+    for entry in 0..source.len {
+        for (dim, &extent) in source.shape.iter().enumerate() {
+            let coord = source.coord(entry, dim);
+            if coord >= extent {
+                return Err(BuildError::OutOfBounds { entry, dim, coord, extent });
+            }
+        }
+    }
+    Ok(())
+}
+
+type Levels = Vec<(Vec<u64>, Vec<u64>)>;
+/// Levels, and the values in leaf order as slots (see [`Slots`]).
+type Output = (Levels, Vec<u8>);
+
+/// One build's input and settings, as the radix and comparison paths read them.
+struct Job<'j> {
+    source: &'j Source<'j>,
+    slots: &'j Slots<'j>,
+    mode_order: &'j [u32],
+    layout: Layout,
+    options: &'j Options,
+}
+
+impl Job<'_> {
+    fn keep(&self, entry: usize) -> bool {
+        !self.options.drop_zeros || !self.slots.is_zero(entry)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,232 @@
+//! Where each chunk of sorted keys writes. The chunks are cut at bucket
+//! boundaries, and prefix sums of the buckets' tallies give every chunk its
+//! place in each level's arrays, so that the chunks write disjoint slices of
+//! arrays allocated once, at their final size.
+
+use std::ops::Range;
+
+use crate::key::Key;
+use crate::sort::chunks;
+
+use super::fill::{Part, Side};
+use super::radix::Tally;
+use super::Levels;
+
+/// How the sorted keys are cut into chunks, and where each chunk's nodes go.
+pub(super) struct ChunkPlan {
+    /// Bucket `b` is `keys[starts[b]..starts[b + 1]]`.
+    starts: Vec<usize>,
+    /// Each chunk's buckets: whole ones, so that no run of duplicates
+    /// crosses chunks.
+    chunks: Vec<Range<usize>>,
+    /// `opened[c][L]`: the nodes chunk `c` opens at level `L`.
+    opened: Vec<Vec<usize>>,
+    /// `bases[c][L]`: the nodes the chunks before `c` open at level `L`.
+    bases: Vec<Vec<usize>>,
+    /// `totals[L]`: the nodes of level `L`.
+    totals: Vec<usize>,
+    /// How a chunk's leaves that belong over an earlier chunk's keys get
+    /// there (see `Part::gap`): through side buffers, or by closing the gaps.
+    use_sides: bool,
+}
+
+/// The levels' arrays but the leaf `crd`, which is written over the sorted keys.
+pub(super) struct UpperLevels {
+    /// `crd[L]` for the levels `L < rank - 1`.
+    crd: Vec<Vec<u64>>,
+    /// `pos[L]` for every level.
+    pos: Vec<Vec<u64>>,
+}
+
+impl UpperLevels {
+    /// The finished levels, with `leaf_crd` as the last level's `crd`.
+    pub(super) fn with_leaf_crd(self, leaf_crd: Vec<u64>) -> Levels {
+        self.pos.into_iter().zip(self.crd.into_iter().chain([leaf_crd])).collect()
+    }
+}
+
+impl ChunkPlan {
+    /// Cuts the sorted keys (bucket `b` at `starts[b]..starts[b + 1]`) into
+    /// chunks of whole buckets, about one per task, and places each chunk's
+    /// nodes after those of the chunks before it. The tallies are freed here,
+    /// before the levels are allocated.
+    pub(super) fn new(starts: Vec<usize>, tallies: Vec<Tally>, rank: usize, parallel: bool) -> Self {
+        let chunks = cut(&starts, parallel);
+        let opened: Vec<Vec<usize>> = chunks.iter().map(|c| opened_by(&tallies[c.clone()], rank)).collect();
+        drop(tallies);
+        let mut totals = vec![0usize; rank];
+        let mut bases = Vec::with_capacity(chunks.len());
+        for o in &opened {
+            bases.push(totals.clone());
+            totals.iter_mut().zip(o).for_each(|(total, o)| *total += o);
+        }
+        let mut plan = Self { starts, chunks, opened, bases, totals, use_sides: false };
+        // A chunk after duplicates has leaves that belong over the previous
+        // chunk's keys, which may still be being read: with few duplicates
+        // they go to side buffers, copied into place after all chunks are
+        // done; with many (the side buffers could add up to a chunk count
+        // times the duplicates) every chunk writes its leaves from its own
+        // start and a sequential pass closes the gaps.
+        plan.use_sides = plan.side_leaves() <= plan.keys() / 64;
+        plan
+    }
+
+    /// The sorted keys, duplicates included.
+    pub(super) fn keys(&self) -> usize {
+        self.starts[self.starts.len() - 1]
+    }
+
+    /// The leaves: the keys less the duplicates merged.
+    pub(super) fn leaves(&self) -> usize {
+        self.totals[self.totals.len() - 1]
+    }
+
+    /// Chunk `c`'s range of the sorted keys.
+    fn keys_of(&self, c: usize) -> Range<usize> {
+        self.starts[self.chunks[c].start]..self.starts[self.chunks[c].end]
+    }
+
+    /// Where chunk `c`'s first leaf goes.
+    fn first_leaf(&self, c: usize) -> usize {
+        self.bases[c][self.totals.len() - 1]
+    }
+
+    /// The leaves that would go to side buffers: those of each chunk that
+    /// belong before its first key.
+    fn side_leaves(&self) -> usize {
+        let leaf = self.totals.len() - 1;
+        (0..self.chunks.len())
+            .map(|c| (self.keys_of(c).start - self.first_leaf(c)).min(self.opened[c][leaf]))
+            .sum()
+    }
+
+    /// Every array but the leaf `crd` at its final size, zeroed but for the
+    /// `pos` entries no chunk writes: the first level's, and each level's
+    /// last (the end of the last node).
+    pub(super) fn allocate(&self) -> UpperLevels {
+        let totals = &self.totals;
+        let leaf = totals.len() - 1;
+        let crd = totals[..leaf].iter().map(|&n| vec![0; n]).collect();
+        let pos = (0..totals.len())
+            .map(|level| match level {
+                0 => vec![0, totals[0] as u64],
+                _ => {
+                    let mut pos = vec![0; totals[level - 1] + 1];
+                    pos[totals[level - 1]] = totals[level] as u64;
+                    pos
+                }
+            })
+            .collect();
+        UpperLevels { crd, pos }
+    }
+
+    /// Splits the sorted keys, their value slots (`width` bytes each) and the
+    /// levels into each chunk's share, for the chunks to write in parallel.
+    pub(super) fn hand_out<'a, K: Key>(
+        &'a self,
+        keys: &'a mut [K],
+        values: &'a mut [u8],
+        levels: &'a mut UpperLevels,
+        width: usize,
+    ) -> Vec<Part<'a, K>> {
+        let leaf = self.totals.len() - 1;
+        let prevs: Vec<Option<K>> =
+            (0..self.chunks.len()).map(|c| self.keys_of(c).start.checked_sub(1).map(|i| keys[i])).collect();
+        let mut keys_rest = keys;
+        let mut values_rest = values;
+        let mut crd_rest: Vec<&mut [u64]> = levels.crd.iter_mut().map(|c| &mut c[..]).collect();
+        let mut pos_rest: Vec<&mut [u64]> = levels.pos.iter_mut().map(|p| &mut p[..]).collect();
+        let mut parts = Vec::with_capacity(self.chunks.len());
+        for (c, prev) in prevs.into_iter().enumerate() {
+            let (range, opened, base) = (self.keys_of(c), &self.opened[c], &self.bases[c]);
+            let crd = crd_rest
+                .iter_mut()
+                .enumerate()
+                .map(|(level, rest)| take_front(rest, opened[level]))
+                .collect();
+            let pos = pos_rest
+                .iter_mut()
+                .enumerate()
+                .map(|(level, rest)| take_front(rest, if level == 0 { 0 } else { opened[level - 1] }))
+                .collect();
+            let starts = &self.starts[self.chunks[c].start..=self.chunks[c].end];
+            parts.push(Part {
+                keys: take_front(&mut keys_rest, range.len()),
+                values: take_front(&mut values_rest, range.len() * width),
+                start: range.start,
+                buckets: starts.windows(2).map(|b| b[0] - range.start..b[1] - range.start).collect(),
+                prev,
+                crd,
+                pos,
+                base,
+                gap: if self.use_sides { range.start - base[leaf] } else { 0 },
+            });
+        }
+        parts
+    }
+
+    /// Moves every leaf to its place once all chunks are written: those that
+    /// went to side buffers (`sides`, per chunk), or, without them, each
+    /// chunk's leaves over the gap the duplicates before it left.
+    pub(super) fn place_leaves<K: Key>(
+        &self,
+        keys: &mut [K],
+        values: &mut [u8],
+        sides: Vec<Side>,
+        width: usize,
+    ) {
+        let leaf = self.totals.len() - 1;
+        for (c, (side_keys, side_values)) in sides.into_iter().enumerate() {
+            let (start, at) = (self.keys_of(c).start, self.first_leaf(c));
+            if self.use_sides {
+                for (k, &crd) in side_keys.iter().enumerate() {
+                    keys[at + k] = K::from_u64(crd);
+                }
+                values[at * width..at * width + side_values.len()].copy_from_slice(&side_values);
+            } else if start != at {
+                let count = self.opened[c][leaf];
+                keys.copy_within(start..start + count, at);
+                values.copy_within(start * width..(start + count) * width, at * width);
+            }
+        }
+    }
+}
+
+/// Chunks of whole buckets (ranges of bucket numbers) of about equal numbers
+/// of keys, as many as `sort::chunks` would make of the keys.
+fn cut(starts: &[usize], parallel: bool) -> Vec<Range<usize>> {
+    let buckets = starts.len() - 1;
+    let n = starts[buckets];
+    let count = chunks(n, parallel).len();
+    let mut cut = Vec::with_capacity(count);
+    let (mut first, mut next_cut) = (0, 1);
+    for digit in 0..buckets {
+        let end = starts[digit + 1];
+        if digit + 1 == buckets || (n > 0 && end * count >= next_cut * n) {
+            cut.push(first..digit + 1);
+            first = digit + 1;
+            next_cut = end * count / n.max(1) + 1;
+        }
+    }
+    cut
+}
+
+/// The nodes a run of buckets opens per level: a key opens one at its split
+/// level and every level below.
+fn opened_by(tallies: &[Tally], rank: usize) -> Vec<usize> {
+    let mut opened = vec![0usize; rank];
+    for t in tallies {
+        opened.iter_mut().zip(&t.at).for_each(|(o, a)| *o += a);
+    }
+    for level in 1..rank {
+        opened[level] += opened[level - 1];
+    }
+    opened
+}
+
+/// The first `len` elements of `rest`, which keeps the others.
+fn take_front<'a, T>(rest: &mut &'a mut [T], len: usize) -> &'a mut [T] {
+    let (front, back) = std::mem::take(rest).split_at_mut(len);
+    *rest = back;
+    front
+}

@@ -1,0 +1,116 @@
+//! The radix path: one sort of packed keys, which tallies each bucket's
+//! nodes while the bucket is in cache, then the chunks of sorted keys
+//! placed (`plan.rs`) and written (`fill.rs`) in parallel.
+
+use crate::key::Key;
+use crate::sort::{sort_from, Payload, Sorted};
+use crate::{BuildError, Duplicates};
+
+use super::keyer::Keyer;
+use super::plan::ChunkPlan;
+use super::{check_bounds, Job, Output};
+
+/// What one sorted bucket adds to the tree, counted while it is in cache.
+pub(super) struct Tally {
+    /// `at[L]`: keys after the bucket's first whose path leaves the previous
+    /// key's at level `L` (they open a node at `L` and every level below).
+    pub(super) at: Vec<usize>,
+    /// The bucket's first key that duplicates the key before it.
+    first_duplicate: Option<usize>,
+}
+
+impl Job<'_> {
+    /// Sorts the keys (the values come along, see `sort.rs`), counting each
+    /// bucket's nodes per level while it is in cache; then prefix sums of
+    /// those counts give every chunk of buckets its place in each output
+    /// array, and the chunks write their `crd`/`pos` entries there (in
+    /// parallel with `parallel`). Every array is allocated once at its final
+    /// size; the leaf `crd` and the values are written over the sorted keys
+    /// and value slots, so the build touches no memory beyond its output and
+    /// small per-thread buffers.
+    pub(super) fn run<K: Key>(&self) -> Result<Output, BuildError> {
+        let Some(Sorted { mut keys, slots: mut values, starts, visits: mut tallies, top_shift }) =
+            self.sort_and_tally::<K>()
+        else {
+            check_bounds(self.source)?;
+            // Not reached: the sort gives up only on a coordinate outside the shape.
+            return self.run_by_comparison();
+        };
+        self.tally_bucket_firsts(&mut tallies, &starts, top_shift);
+        if self.options.duplicates == Duplicates::Error {
+            if let Some(i) = tallies.iter().find_map(|t| t.first_duplicate) {
+                return Err(self.duplicate_error_of(keys[i]));
+            }
+        }
+        let width = self.slots.width;
+        let plan = ChunkPlan::new(starts, tallies, self.layout.rank, self.options.parallel);
+        let mut levels = plan.allocate();
+        let parts = plan.hand_out(&mut keys, &mut values, &mut levels, width);
+        let sides = self.write_parts(parts)?;
+        plan.place_leaves(&mut keys, &mut values, sides, width);
+        // The duplicates merged leave the arrays longer than the leaves.
+        let nnz = plan.leaves();
+        keys.truncate(nnz);
+        values.truncate(nnz * width);
+        if nnz < plan.keys() {
+            keys.shrink_to_fit();
+            values.shrink_to_fit();
+        }
+        Ok((levels.with_leaf_crd(K::into_u64s(keys)), values))
+    }
+
+    /// The sorted keys and value slots, each bucket tallied while it was in
+    /// cache; `None` when an entry has a coordinate outside the shape.
+    fn sort_and_tally<K: Key>(&self) -> Option<Sorted<K, Tally>> {
+        let layout = self.layout;
+        let rank = layout.rank;
+        let visit = |start: usize, bucket: &[K]| {
+            let mut at = vec![0usize; rank];
+            let mut first_duplicate = None;
+            for (i, pair) in bucket.windows(2).enumerate() {
+                match layout.split_level(pair[0], pair[1]) {
+                    Some(split) => at[split] += 1,
+                    None => {
+                        first_duplicate.get_or_insert(start + i + 1);
+                    }
+                }
+            }
+            Tally { at, first_duplicate }
+        };
+        let payload = Payload { data: &self.slots.data, width: self.slots.width };
+        let keyer = Keyer::new(self);
+        let (lo, hi) = (layout.position_bits, layout.total_bits());
+        sort_from(&keyer, Some(payload), lo, hi, self.options.parallel, visit).ok()
+    }
+
+    /// Adds each bucket's first key to its tally, which counted only the
+    /// keys after it: the first key leaves the previous bucket's last key at
+    /// the level of the highest bit where their top digits differ.
+    fn tally_bucket_firsts(&self, tallies: &mut [Tally], starts: &[usize], top_shift: u32) {
+        let mut prev_digit = None;
+        for (digit, tally) in tallies.iter_mut().enumerate() {
+            if starts[digit + 1] > starts[digit] {
+                let split = prev_digit.map_or(0, |p: usize| {
+                    let high = top_shift + (usize::BITS - 1 - (p ^ digit).leading_zeros());
+                    usize::from(self.layout.level_of_bit[high as usize])
+                });
+                tally.at[split] += 1;
+                prev_digit = Some(digit);
+            }
+        }
+    }
+
+    /// The duplicate error for the first two kept entries at `key`'s coordinates.
+    fn duplicate_error_of<K: Key>(&self, key: K) -> BuildError {
+        let rank = self.layout.rank;
+        let mut index = vec![0u64; rank];
+        for (level, &dim) in self.mode_order.iter().enumerate() {
+            index[dim as usize] = self.layout.coord(key, level);
+        }
+        let mut same = (0..self.source.len)
+            .filter(|&e| self.keep(e) && (0..rank).all(|d| self.source.coord(e, d) == index[d]));
+        let first = same.next().unwrap_or(0);
+        let second = same.next().unwrap_or(first);
+        BuildError::Duplicate { index, first, second }
+    }
+}
