@@ -16,7 +16,7 @@ mod values;
 
 use std::borrow::Cow;
 
-use hurray_format::limits::MAX_RANK;
+use hurray_format::limits::RankError;
 use hurray_format::{ElementType, Statistics};
 
 use csf_core::{CsfView, OwnedCsf};
@@ -123,15 +123,13 @@ impl Default for Options {
 #[non_exhaustive]
 pub enum BuildError {
     /// CSF needs rank >= 3.
-    #[error(
-        "rank {rank} is below 3: CSF is for rank >= 3; store rank-1 and rank-2 tensors as COO, CSR or CSC"
-    )]
+    #[error("{}", RankError::TooSmall(*rank))]
     RankTooSmall {
         /// The rank.
         rank: usize,
     },
     /// Rank above the cap.
-    #[error("rank {rank} exceeds the cap of 64")]
+    #[error("{}", RankError::TooLarge(*rank))]
     RankTooLarge {
         /// The rank.
         rank: usize,
@@ -300,13 +298,10 @@ impl Source<'_> {
 }
 
 pub(crate) fn check_rank(rank: usize) -> Result<(), BuildError> {
-    if rank < 3 {
-        return Err(BuildError::RankTooSmall { rank });
-    }
-    if rank > MAX_RANK {
-        return Err(BuildError::RankTooLarge { rank });
-    }
-    Ok(())
+    RankError::check(rank).map_err(|e| match e {
+        RankError::TooSmall(rank) => BuildError::RankTooSmall { rank },
+        RankError::TooLarge(rank) => BuildError::RankTooLarge { rank },
+    })
 }
 
 /// The workspace README's example, compiled and run as a doctest.

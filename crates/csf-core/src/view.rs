@@ -1,7 +1,7 @@
 //! The borrowed CSF tensor (spec § Description, § Mode Ordering, § Buffer Table).
 
 use hurray_format::le::U64Array;
-use hurray_format::limits::MAX_RANK;
+use hurray_format::limits::{RankError, MAX_RANK};
 use hurray_format::{csf, Container, ElementType, LayoutTag};
 
 use crate::quant::Quantized;
@@ -51,13 +51,13 @@ pub enum ViewError {
     #[error("layout {0} is not CSF")]
     NotCsf(LayoutTag),
     /// CSF is defined for rank >= 3 only (spec § Validity Constraints).
-    #[error("rank {rank} is below 3: CSF requires rank >= 3 (use COO, CSR or CSC)")]
+    #[error("{}", RankError::TooSmall(*rank))]
     RankTooSmall {
         /// The rank.
         rank: usize,
     },
     /// More dimensions than the data model's cap.
-    #[error("rank {rank} exceeds the cap of {max}", max = MAX_RANK)]
+    #[error("{}", RankError::TooLarge(*rank))]
     RankTooLarge {
         /// The rank.
         rank: usize,
@@ -319,12 +319,10 @@ impl Fiber<'_> {
 }
 
 fn check_shape(rank: usize, mode_order_len: usize) -> Result<(), ViewError> {
-    if rank < 3 {
-        return Err(ViewError::RankTooSmall { rank });
-    }
-    if rank > MAX_RANK {
-        return Err(ViewError::RankTooLarge { rank });
-    }
+    RankError::check(rank).map_err(|e| match e {
+        RankError::TooSmall(rank) => ViewError::RankTooSmall { rank },
+        RankError::TooLarge(rank) => ViewError::RankTooLarge { rank },
+    })?;
     if mode_order_len != rank {
         return Err(ViewError::ModeOrderLength { len: mode_order_len, rank });
     }

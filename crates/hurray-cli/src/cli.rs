@@ -6,7 +6,7 @@ use csf_build::Quantize;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hurray_format::limits::MAX_RANK;
+use hurray_format::limits::RankError;
 use hurray_format::ElementType;
 
 /// Convert, inspect, validate, query and dump Hurray CSF sparse tensors.
@@ -208,15 +208,7 @@ fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, St
 
 fn parse_shape(text: &str) -> Result<Shape, String> {
     let shape: Vec<u64> = parse_list(text, "expected D0,D1,...")?;
-    if shape.len() < 3 {
-        return Err(format!(
-            "{} dimensions: CSF needs rank >= 3 (store rank-1 and rank-2 tensors as COO, CSR or CSC)",
-            shape.len()
-        ));
-    }
-    if shape.len() > MAX_RANK {
-        return Err(format!("{} dimensions: the rank is capped at {MAX_RANK}", shape.len()));
-    }
+    RankError::check(shape.len()).map_err(|e| format!("{} dimensions: {e}", shape.len()))?;
     Ok(Shape(shape))
 }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options};
-use hurray_format::limits::MAX_RANK;
+use hurray_format::limits::RankError;
 use hurray_format::ElementType;
 
 use crate::cli::{ConvertArgs, DuplicatesArg, ModeOrderArg};
@@ -181,19 +181,8 @@ pub fn check_rank(path: &Path, first: tns::FirstLine) -> Result<usize> {
     if rank == 0 {
         return Err(Error::line(path, first.line, "a line needs 1-based coordinates and then a value"));
     }
-    if rank < 3 {
-        return Err(Error::line(
-            path,
-            first.line,
-            format!(
-                "rank {rank} ({rank} coordinates and a value): CSF needs rank >= 3; \
-                 store rank-1 and rank-2 tensors as COO, CSR or CSC"
-            ),
-        ));
-    }
-    if rank > MAX_RANK {
-        return Err(Error::line(path, first.line, format!("rank {rank} exceeds the cap of {MAX_RANK}")));
-    }
+    RankError::check(rank)
+        .map_err(|e| Error::line(path, first.line, format!("{rank} coordinates and a value: {e}")))?;
     Ok(rank)
 }
 

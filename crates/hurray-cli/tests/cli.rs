@@ -328,7 +328,7 @@ fn a_bad_line_is_reported_as_file_colon_line() {
             "1 1 1 99999999999999999999 1\n",
             "bad.tns:1: coordinate 99999999999999999999 of dimension 4 overflows u64",
         ),
-        ("1 1 1\n", "bad.tns:1: rank 2 (2 coordinates and a value): CSF needs rank >= 3"),
+        ("1 1 1\n", "bad.tns:1: 2 coordinates and a value: rank 2 is below 3: CSF is for rank >= 3"),
         ("5\n", "bad.tns:1: a line needs 1-based coordinates and then a value"),
         ("# nothing\n\n", "bad.tns: no non-zeros in the file: give --shape"),
         ("1 1 2 1\n1 1 2 2\n", "bad.tns:2: duplicate of line 1: index (0,0,1) is given twice"),

@@ -6,6 +6,48 @@
 /// The largest rank a descriptor may declare (data model: rank is capped at 64).
 pub const MAX_RANK: usize = 64;
 
+/// The smallest rank CSF stores (csf-layout § Description): rank-1 and rank-2
+/// tensors belong in COO, CSR or CSC.
+pub const MIN_CSF_RANK: usize = 3;
+
+/// A rank that CSF cannot store: the one check and the one wording that every
+/// crate and front end uses (each wraps it in its own error type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankError {
+    /// Below [`MIN_CSF_RANK`].
+    TooSmall(usize),
+    /// Above [`MAX_RANK`].
+    TooLarge(usize),
+}
+
+impl RankError {
+    /// Whether `rank` is one CSF stores (`3..=64`).
+    pub fn check(rank: usize) -> Result<(), RankError> {
+        if rank < MIN_CSF_RANK {
+            Err(RankError::TooSmall(rank))
+        } else if rank > MAX_RANK {
+            Err(RankError::TooLarge(rank))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl core::fmt::Display for RankError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            RankError::TooSmall(rank) => write!(
+                f,
+                "rank {rank} is below {MIN_CSF_RANK}: CSF is for rank >= {MIN_CSF_RANK}; store rank-1 and rank-2 \
+                 tensors as COO, CSR or CSC"
+            ),
+            RankError::TooLarge(rank) => write!(f, "rank {rank} exceeds the cap of {MAX_RANK}"),
+        }
+    }
+}
+
+impl core::error::Error for RankError {}
+
 /// The most quantization-parameter buffers a descriptor may carry after the
 /// layout's own buffers (scales, zero points, block absmax, ... with room to spare).
 pub const MAX_QUANTIZATION_BUFFERS: usize = 8;
@@ -22,3 +64,36 @@ pub const MAX_DESCRIPTOR_LEN: usize = 8 * 1024;
 /// Every buffer starts on a multiple of this many bytes from the start of the
 /// file, so that `u64` arrays (and SIMD loads of values) can be read in place.
 pub const BUFFER_ALIGNMENT: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rank_check_bounds_csf_at_3_and_64_and_says_where_else_to_go() {
+        assert_eq!(RankError::check(2), Err(RankError::TooSmall(2)));
+        assert_eq!(RankError::check(3), Ok(()));
+        assert_eq!(RankError::check(64), Ok(()));
+        assert_eq!(RankError::check(65), Err(RankError::TooLarge(65)));
+        let mut text = [0u8; 128];
+        let mut w = Buffer { bytes: &mut text, len: 0 };
+        core::fmt::write(&mut w, format_args!("{}", RankError::TooSmall(1))).unwrap();
+        let shown = core::str::from_utf8(&w.bytes[..w.len]).unwrap();
+        assert!(shown.starts_with("rank 1 is below 3") && shown.ends_with("COO, CSR or CSC"), "{shown}");
+    }
+
+    /// A `fmt::Write` into a fixed array (the crate builds without `alloc`).
+    struct Buffer<'a> {
+        bytes: &'a mut [u8],
+        len: usize,
+    }
+
+    impl core::fmt::Write for Buffer<'_> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let end = self.len + s.len();
+            self.bytes.get_mut(self.len..end).ok_or(core::fmt::Error)?.copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+}
