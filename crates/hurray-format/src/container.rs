@@ -259,7 +259,7 @@ fn plan_lengths(
         end = entry.offset.checked_add(entry.length).ok_or(EncodeError::TooLarge)?;
     }
     let descriptor_len = postcard::serialize_with_flavor(&planned, postcard::ser_flavors::Size::default())
-        .map_err(|_| EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN })?;
+        .map_err(EncodeError::Serialize)?;
     if descriptor_len > MAX_DESCRIPTOR_LEN {
         return Err(EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN });
     }
@@ -324,8 +324,7 @@ fn write_head(plan: &Plan, head: &mut [u8]) -> Result<(), EncodeError> {
         *dst = *src;
     }
     header.copy_from_slice(&fixed);
-    let written = postcard::to_slice(&plan.descriptor, rest)
-        .map_err(|_| EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN })?;
+    let written = postcard::to_slice(&plan.descriptor, rest).map_err(EncodeError::Serialize)?;
     debug_assert_eq!(written.len(), plan.descriptor_len);
     Ok(())
 }
@@ -395,4 +394,32 @@ pub fn encode_streamed<W: std::io::Write>(
     }
     writer.flush()?;
     Ok(plan.total_len as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use crate::element::ElementType;
+
+    /// When postcard fails, its error is kept as the cause, not renamed into
+    /// a limit the descriptor does not break. Room too small for the
+    /// descriptor is the one failure a test can provoke: the public encoders
+    /// always plan enough.
+    #[test]
+    fn a_postcard_failure_keeps_its_cause() {
+        let mut d = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 0).unwrap();
+        for _ in 0..crate::descriptor::csf::buffer_count(3) {
+            d.buffers.push(crate::descriptor::BufferEntry::default()).unwrap();
+        }
+        let buffers: [&[u8]; 7] = [&[]; 7];
+        let plan = plan(&d, &buffers).unwrap();
+        assert!(plan.descriptor_len > 1);
+        let mut head = [0u8; HEADER_LEN + 1];
+        let e = write_head(&plan, &mut head).unwrap_err();
+        assert!(matches!(e, EncodeError::Serialize(postcard::Error::SerializeBufferFull)), "{e:?}");
+        let source = e.source().expect("the postcard error is the source");
+        assert_eq!(source.to_string(), postcard::Error::SerializeBufferFull.to_string());
+    }
 }

@@ -230,6 +230,11 @@ pub enum EncodeError {
         /// The limit.
         max: usize,
     },
+    /// postcard could not write the descriptor; its error is the source. A
+    /// descriptor within the caps always serializes into the room planned for
+    /// it, so this names a fault of the encoder rather than of its input.
+    #[error("the descriptor could not be serialized: {0}")]
+    Serialize(#[source] postcard::Error),
     /// The output slice is too small.
     #[error("output buffer holds {available} bytes, {needed} needed")]
     OutputTooSmall {
