@@ -93,14 +93,13 @@ impl<'a> Deref for ValidCsf<'a> {
 // per file, and inlined its 1.9 KiB view stayed in the caller's frame.
 #[inline(never)]
 pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
+    let mut slot = None;
+    let view = structure::open(container, &mut slot)?;
     let mut sink = sink::FailFast::default();
-    let mut view = None;
-    let _ = structure::check_container(container, Mode::Strict, &mut sink, &mut view);
-    match (view, sink.0) {
-        (Some(view), None) => Ok(ValidCsf { view }),
-        (_, Some(v)) => Err(v),
-        // No view means a structural violation was reported.
-        (None, None) => Err(Violation::new(Rule::MissingBuffer, 0, 0)),
+    let _ = structure::check_rules(container.descriptor(), view, Mode::Strict, &mut sink);
+    match sink.0 {
+        None => Ok(ValidCsf { view: *view }),
+        Some(v) => Err(v),
     }
 }
 
@@ -110,13 +109,13 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// The structural [`Violation`] that makes a view impossible.
 #[inline(never)]
 pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>, Violation> {
+    let mut slot = None;
+    let view = structure::open(container, &mut slot)?;
     let mut sink = sink::FailFast::default();
-    let mut view = None;
-    let _ = structure::check_container(container, Mode::Permissive, &mut sink, &mut view);
-    match (view, sink.0) {
-        (Some(view), None) => Ok(view),
-        (_, Some(v)) => Err(v),
-        (None, None) => Err(Violation::new(Rule::MissingBuffer, 0, 0)),
+    let _ = structure::check_rules(container.descriptor(), view, Mode::Permissive, &mut sink);
+    match sink.0 {
+        None => Ok(*view),
+        Some(v) => Err(v),
     }
 }
 
@@ -162,6 +161,7 @@ pub fn validate_with<'a>(container: &Container<'a>, mode: Mode, sink: &mut dyn S
 
 /// Either way a byte string can fail to be a valid CSF tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The container framing is broken.
     #[error("{0}")]

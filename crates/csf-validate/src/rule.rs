@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use hurray_format::LayoutTag;
+
 macro_rules! rules {
     ($( $(#[$doc:meta])* $variant:ident = $id:literal, $clause:literal, $structural:literal; )*) => {
         /// A rule of the CSF spec (or of `docs/format.md`) that a tensor can break.
@@ -47,6 +49,15 @@ macro_rules! rules {
 }
 
 rules! {
+    /// The descriptor's layout is not CSF (`found` is its tag). The container
+    /// decoder rejects every other layout, so only a container made some
+    /// other way could get here.
+    LayoutNotCsf = "layout-not-csf", "csf-layout (layout tag 0x09)", true;
+    /// `csf-core` refused to view the buffers for a reason this version has
+    /// no rule of its own for: a structural check added to `csf-core`'s
+    /// `ViewError` after this crate was written. The versions of this
+    /// workspace never report it.
+    ViewRefused = "view-refused", "format.md § 7.4", true;
     /// Rank is below 3: CSF is defined for rank >= 3 only.
     RankBelow3 = "rank-below-3", "csf-layout § Validity Constraints", true;
     /// Rank exceeds the cap of 64.
@@ -155,6 +166,11 @@ impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (found, expected) = (self.found, self.expected);
         match self.rule {
+            Rule::LayoutNotCsf => match u8::try_from(found) {
+                Ok(tag) => write!(f, "the layout is {}, not {}", LayoutTag(tag), LayoutTag::CSF),
+                Err(_) => write!(f, "the layout tag is {found}, not {}", LayoutTag::CSF),
+            },
+            Rule::ViewRefused => f.write_str("csf-core cannot view the buffers as a CSF tensor"),
             Rule::RankBelow3 => {
                 write!(f, "rank {found} is below 3 (CSF requires rank >= 3; use COO, CSR or CSC)")
             }
