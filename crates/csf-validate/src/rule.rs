@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use hurray_format::LayoutTag;
+use hurray_format::{DeviceTag, ElementType, LayoutTag, QuantScheme};
 
 macro_rules! rules {
     ($( $(#[$doc:meta])* $variant:ident = $id:literal, $clause:literal, $structural:literal; )*) => {
@@ -190,12 +190,18 @@ impl fmt::Display for Violation {
             Rule::PosSize => write!(f, "pos buffer has {found} elements, expected {expected} (n_(L-1) + 1)"),
             Rule::ByteOffset => write!(f, "byte_offset is {found}, must be 0"),
             Rule::ShardDescriptor => write!(f, "a CSF tensor must not carry a shard descriptor"),
-            Rule::QuantizationDevice => {
-                write!(f, "quantization buffer has device tag {found}, the values buffer has {expected}")
-            }
-            Rule::QuantizationTypes => {
-                write!(f, "element type code {found:#04x} does not suit the quantization scheme {expected}")
-            }
+            Rule::QuantizationDevice => write!(
+                f,
+                "quantization buffer is on device {}, the values buffer on {}",
+                Named::device(found),
+                Named::device(expected)
+            ),
+            Rule::QuantizationTypes => write!(
+                f,
+                "element type {} does not suit the quantization scheme {}",
+                Named::element_type(found),
+                Named::scheme(expected)
+            ),
             Rule::QuantizationAxis => write!(f, "quantization axis is {found}, must be below {expected}"),
             Rule::QuantizationBlockSize => {
                 write!(f, "quantization block_size is {found}, expected {expected}")
@@ -243,6 +249,40 @@ impl fmt::Display for Violation {
 }
 
 impl core::error::Error for Violation {}
+
+/// A code held in a violation's `found` or `expected`, shown by its name
+/// (`f32`, `per-channel`, `cuda (1)`), or as a number when it has none.
+enum Named {
+    Type(ElementType),
+    Scheme(QuantScheme),
+    Device(DeviceTag),
+    Code(u64),
+}
+
+impl Named {
+    fn element_type(code: u64) -> Self {
+        u8::try_from(code).ok().and_then(ElementType::from_code).map_or(Named::Code(code), Named::Type)
+    }
+
+    fn scheme(code: u64) -> Self {
+        u8::try_from(code).ok().and_then(QuantScheme::from_code).map_or(Named::Code(code), Named::Scheme)
+    }
+
+    fn device(tag: u64) -> Self {
+        u8::try_from(tag).map_or(Named::Code(tag), |tag| Named::Device(DeviceTag(tag)))
+    }
+}
+
+impl fmt::Display for Named {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Named::Type(t) => write!(f, "{t}"),
+            Named::Scheme(s) => write!(f, "{s}"),
+            Named::Device(d) => write!(f, "{d}"),
+            Named::Code(code) => write!(f, "with code {code:#04x}"),
+        }
+    }
+}
 
 /// A SHOULD (of the spec, or of `docs/format.md`) that the tensor does not follow. Never an error.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -411,6 +411,9 @@ fn validate_view_checks_an_attached_quantization() {
     // NF4 over i8 values, an axis outside the rank, a block scheme without blocks.
     let v = checked(quant(QuantScheme::Nf4, 0, 2, &three[..8])).unwrap_err();
     assert_eq!(at(&v), (Rule::QuantizationTypes, None, Some(0), None, 0x01, 3));
+    // By name, not by code ("element type code 0x01 ... scheme 3").
+    let text = v.to_string();
+    assert!(text.starts_with("element type i8 does not suit the quantization scheme nf4"), "{text}");
     let v = checked(quant(QuantScheme::PerChannel, 3, 0, &three)).unwrap_err();
     assert_eq!(at(&v), (Rule::QuantizationAxis, None, None, None, 3, 3));
     let v = checked(quant(QuantScheme::PerBlock, 0, 0, &three[..4])).unwrap_err();
@@ -582,9 +585,12 @@ fn quantization_buffers_share_the_values_device() {
 
     let mut off = d;
     off.buffers.as_mut_slice()[7].device_tag = DeviceTag::CUDA;
-    assert_eq!(
-        at(&file_error(&encode(&off, &buffers))),
-        (Rule::QuantizationDevice, None, Some(7), None, 1, 0)
+    let v = file_error(&encode(&off, &buffers));
+    assert_eq!(at(&v), (Rule::QuantizationDevice, None, Some(7), None, 1, 0));
+    let text = v.to_string();
+    assert!(
+        text.starts_with("quantization buffer is on device cuda (1), the values buffer on host (0)"),
+        "{text}"
     );
     // The values buffer moves with its parameters: fine. The index buffers' tags are free.
     let mut moved = off;
