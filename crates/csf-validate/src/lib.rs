@@ -166,19 +166,43 @@ pub enum Error {
     /// The container framing is broken.
     #[error("{0}")]
     Decode(#[from] DecodeError),
-    /// The container is sound but the tensor breaks a rule.
-    #[error("{0}")]
-    Invalid(#[from] Violation),
+    /// The container is sound but the tensor breaks a rule. The message
+    /// opens with the byte, when there is one (`byte 392: sibling ...`).
+    #[error("{}{violation}", at(.offset))]
+    Invalid {
+        /// The first rule broken, in check order.
+        #[source]
+        violation: Violation,
+        /// Where, as a byte offset from the start of the input: the
+        /// violation's [`Violation::offset`] in the decoded container.
+        offset: Option<u64>,
+    },
+}
+
+/// The `byte N: ` that opens a message about byte `N`, or nothing.
+fn at(offset: &Option<u64>) -> impl core::fmt::Display {
+    struct At(Option<u64>);
+    impl core::fmt::Display for At {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match self.0 {
+                Some(offset) => write!(f, "byte {offset}: "),
+                None => Ok(()),
+            }
+        }
+    }
+    At(*offset)
 }
 
 /// Decodes `bytes` and validates the tensor in `mode`.
 ///
 /// # Errors
-/// [`Error::Decode`] or [`Error::Invalid`].
+/// [`Error::Decode`], or [`Error::Invalid`] with the first violation and,
+/// when it is about an element of a buffer, its byte offset in `bytes`.
 pub fn read(bytes: &[u8], mode: Mode) -> Result<CsfView<'_>, Error> {
     let container = Container::decode(bytes)?;
-    Ok(match mode {
-        Mode::Strict => validate(&container)?.into_view(),
-        Mode::Permissive => validate_permissive(&container)?,
-    })
+    let checked = match mode {
+        Mode::Strict => validate(&container).map(ValidCsf::into_view),
+        Mode::Permissive => validate_permissive(&container),
+    };
+    checked.map_err(|violation| Error::Invalid { offset: violation.offset(&container), violation })
 }

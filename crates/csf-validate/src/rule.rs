@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use hurray_format::{DeviceTag, ElementType, LayoutTag, QuantScheme};
+use hurray_format::{Container, DeviceTag, ElementType, LayoutTag, QuantScheme};
 
 macro_rules! rules {
     ($( $(#[$doc:meta])* $variant:ident = $id:literal, $clause:literal, $structural:literal; )*) => {
@@ -125,6 +125,8 @@ rules! {
 /// `found` and `expected` are the values seen and required, whose meaning the
 /// rule gives (for [`Rule::SiblingOrder`] and [`Rule::PosDecreasing`],
 /// `expected` is the previous element, which `found` had to exceed).
+/// [`Violation::offset`] turns `buffer` and `index` into a byte offset in the
+/// file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// The rule.
@@ -133,7 +135,10 @@ pub struct Violation {
     pub level: Option<usize>,
     /// The buffer index in the table.
     pub buffer: Option<usize>,
-    /// The element index within the buffer.
+    /// The element index within the buffer: a `u64` word of a `pos` or
+    /// `crd` buffer, or for the value-content rules ([`Rule::ValuesPadding`],
+    /// [`Rule::BoolValue`]) a byte, which for a 4-bit type holds two elements.
+    /// For [`Rule::ModeOrderNotPermutation`], the position in `mode_order`.
     pub index: Option<u64>,
     /// The value found.
     pub found: u64,
@@ -159,6 +164,59 @@ impl Violation {
     pub(crate) const fn at_index(mut self, index: u64) -> Self {
         self.index = Some(index);
         self
+    }
+
+    /// The size in bytes of what `index` counts in `buffer`, for the rules
+    /// about one element of a buffer; `None` for the others (a rule about a
+    /// descriptor field, a buffer's size, or a position in `mode_order`).
+    pub const fn element_size(&self) -> Option<u64> {
+        match self.rule {
+            // `pos` and `crd` are arrays of u64 words.
+            Rule::PosStart
+            | Rule::PosDecreasing
+            | Rule::TerminalCount
+            | Rule::SiblingOrder
+            | Rule::CoordinateBounds => Some(8),
+            // Their `index` is a byte of the values or a parameter buffer.
+            Rule::ValuesPadding | Rule::BoolValue => Some(1),
+            Rule::LayoutNotCsf
+            | Rule::ViewRefused
+            | Rule::RankBelow3
+            | Rule::RankAbove64
+            | Rule::ModeOrderLength
+            | Rule::ModeOrderNotPermutation
+            | Rule::MissingBuffer
+            | Rule::BufferCount
+            | Rule::BufferNotU64
+            | Rule::ValuesSize
+            | Rule::PosSize
+            | Rule::ByteOffset
+            | Rule::ShardDescriptor
+            | Rule::QuantizationDevice
+            | Rule::QuantizationTypes
+            | Rule::QuantizationAxis
+            | Rule::QuantizationBlockSize
+            | Rule::QuantizationSize
+            | Rule::StatisticsNnz
+            | Rule::LeafCount
+            | Rule::EmptyForm => None,
+        }
+    }
+
+    /// Where the element the violation is about lies in the file, as a byte
+    /// offset from its start: the buffer's start, `data_start` plus the
+    /// table's `offset`, plus [`Violation::element_size`] times `index`.
+    ///
+    /// `container` must be the one validated. `None` when the violation is
+    /// not about an element of a buffer, or `container` has no such buffer
+    /// (a violation found by [`crate::validate_view`], which has no file).
+    pub fn offset(&self, container: &Container<'_>) -> Option<u64> {
+        let (Some(buffer), Some(index), Some(size)) = (self.buffer, self.index, self.element_size()) else {
+            return None;
+        };
+        // `as u64` is lossless: usize is at most 64 bits wide.
+        let start = container.buffer_range(buffer)?.start as u64;
+        start.checked_add(size.checked_mul(index)?)
     }
 }
 

@@ -201,6 +201,43 @@ fn every_file_gets_its_expected_verdict() {
     assert!(failures.is_empty(), "{} corpus files misjudged:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Every decode error and every violation that names a byte names one of
+/// the file: a decode error inside the input or at its end (a misplaced
+/// buffer's start may lie past it), a violation inside the buffer it is about.
+#[test]
+fn every_error_names_a_byte_where_it_can() {
+    for case in corpus::corpus() {
+        let container = match Container::decode(&case.bytes) {
+            Ok(container) => container,
+            Err(e) => {
+                let offset = e.offset();
+                let buffer = matches!(
+                    e,
+                    DecodeError::BufferMisaligned { .. }
+                        | DecodeError::BufferGap { .. }
+                        | DecodeError::BufferEndOverflow { .. }
+                );
+                assert!(
+                    buffer || offset.is_some_and(|o| o <= case.bytes.len() as u64),
+                    "{}: {e:?} at {offset:?}",
+                    case.name
+                );
+                continue;
+            }
+        };
+        for v in report(&container, Mode::Strict, 100).errors {
+            let Some(offset) = v.offset(&container) else { continue };
+            let range =
+                container.buffer_range(v.buffer.expect("a byte is in a buffer")).expect("in the table");
+            assert!(
+                range.contains(&(offset as usize)),
+                "{}: {v} at byte {offset}, buffer {range:?}",
+                case.name
+            );
+        }
+    }
+}
+
 /// One non-zero as an iteration API reports it.
 #[derive(Clone, Debug, PartialEq)]
 struct Seen {
