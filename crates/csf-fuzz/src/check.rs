@@ -4,9 +4,9 @@
 use std::collections::HashSet;
 
 use csf_core::{CooOrder, CsfView, OwnedCsf};
-use csf_validate::{Mode, ValidCsf};
+use csf_validate::{Mode, ValidCsf, Violation};
 use hurray_format::limits::BUFFER_ALIGNMENT;
-use hurray_format::{Container, ElementType};
+use hurray_format::{Container, DecodeError, ElementType};
 
 /// The element budget of the dense conversions: big enough for the shapes
 /// the fuzzer builds, small enough that a declared shape cannot make it slow.
@@ -51,12 +51,49 @@ pub(crate) fn renders(error: &dyn std::fmt::Display) {
     let _ = error.to_string();
 }
 
+/// A decode error says where, from the start of the input: every variant
+/// has a byte (but a buffer whose start overflows `u64`), that byte is in
+/// the input or at its end (but a buffer the table places past it), and a
+/// message that opens with a byte opens with that one.
+pub(crate) fn decode_error(error: &DecodeError, data: &[u8]) {
+    let message = error.to_string();
+    let offset = error.offset();
+    match error {
+        DecodeError::BufferEndOverflow { .. } => {}
+        DecodeError::BufferMisaligned { .. } | DecodeError::BufferGap { .. } => {
+            assert!(offset.is_some(), "{error:?} has no offset");
+        }
+        _ => assert!(
+            offset.is_some_and(|o| o <= data.len() as u64),
+            "{error:?} at {offset:?}, outside the {}-byte input",
+            data.len()
+        ),
+    }
+    if let Some(n) = message.strip_prefix("byte ").and_then(|m| m.split(':').next()) {
+        assert_eq!(n.parse::<u64>().ok(), offset, "{message:?} and offset() disagree");
+    }
+}
+
+/// A violation that names a byte of the file names one inside the buffer it
+/// is about.
+fn located_in_its_buffer(c: &Container<'_>, v: &Violation) {
+    let Some(offset) = v.offset(c) else { return };
+    let range = v.buffer.and_then(|b| c.buffer_range(b)).expect("a violation with a byte has a buffer");
+    assert!(
+        usize::try_from(offset).is_ok_and(|o| range.contains(&o)),
+        "{v} at byte {offset}, outside its buffer {range:?}"
+    );
+}
+
 /// Fail-fast strict validation, the report and permissive validation agree.
 pub(crate) fn modes_agree(c: &Container<'_>) {
     let strict = csf_validate::validate(c).map(|_| ());
     let permissive = csf_validate::validate_permissive(c).map(|_| ());
     let report = csf_validate::report(c, Mode::Strict, REPORT_CAP);
     assert_eq!(report.errors.first().copied(), strict.err(), "the report and fail-fast disagree");
+    for v in &report.errors {
+        located_in_its_buffer(c, v);
+    }
     if let Err(v) = strict {
         renders(&v);
     }

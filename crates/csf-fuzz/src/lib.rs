@@ -40,18 +40,20 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// Oracle: it never panics; every buffer range it returns lies inside the
 /// input, aligned, in table order, without overlap, and the buffers end where
 /// the input ends; a decoded container re-encodes to exactly the input (the
-/// layout is canonical, so there is one encoding per container).
+/// layout is canonical, so there is one encoding per container). An error
+/// names its byte from the start of the input, and its message opens with it.
 pub fn decode(data: &[u8]) {
     match Container::decode(data) {
         Ok(container) => check::framing(&container, data),
-        Err(error) => check::renders(&error),
+        Err(error) => check::decode_error(&error, data),
     }
 }
 
 /// Bytes through decoding and strict validation.
 ///
 /// Oracle, always: fail-fast validation, the collecting report and
-/// permissive validation agree, and strict validation agrees with the spec's
+/// permissive validation agree, every violation that names a byte names one
+/// inside its buffer, and strict validation agrees with the spec's
 /// rules written out plainly (`spec.rs`; files with a quantization section
 /// may be rejected for its own rules). When strict validation accepts: iteration
 /// yields exactly `nnz` entries in strictly increasing storage order, the

@@ -107,6 +107,8 @@ const TYPE_CASES: [&str; 22] = [
 /// (`docs/format.md` § 7.4). The corpus test checks this list against the
 /// validator.
 pub const STRUCTURAL_RULES: &[&str] = &[
+    "layout-not-csf",
+    "view-refused",
     "rank-below-3",
     "rank-above-64",
     "mode-order-length",
@@ -129,6 +131,11 @@ pub const STRUCTURAL_RULES: &[&str] = &[
 /// 64 cannot get past the container decoder (the `shape` list is capped at
 /// 64 entries, `DecodeError::TooLong`), so that rule is shown by a decode case.
 pub const RANK_ABOVE_64_CASE: &str = "decode-rank-65";
+
+/// The name of the corpus case that stands for `layout-not-csf`: the
+/// container decoder rejects every layout but CSF
+/// (`DecodeError::UnsupportedLayout`), so no decoded file reaches that rule.
+pub const LAYOUT_NOT_CSF_CASE: &str = "decode-unsupported-layout-coo";
 
 /// The values the `valid-type-*` files store at the spec example's four leaf
 /// positions, as `f64` (for `nf4`: the 4-bit codes).
@@ -1592,9 +1599,9 @@ fn decode_cases(out: &mut Cases) {
         patch(s.clone(), 12, &[43, 0, 0, 0], &8193u32.to_le_bytes()),
     );
     out.decode(
-        "decode-unsupported-layout-coo",
+        LAYOUT_NOT_CSF_CASE,
         "UnsupportedLayout",
-        "layout tag 0x02 (COO) instead of 0x09 (CSF)",
+        "layout tag 0x02 (COO) instead of 0x09 (CSF) (stands for rule layout-not-csf)",
         patch(s.clone(), 0x10, &[0x09], &[0x02]),
     );
     out.decode(

@@ -93,14 +93,13 @@ impl<'a> Deref for ValidCsf<'a> {
 // per file, and inlined its 1.9 KiB view stayed in the caller's frame.
 #[inline(never)]
 pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
+    let mut slot = None;
+    let view = structure::open(container, &mut slot)?;
     let mut sink = sink::FailFast::default();
-    let mut view = None;
-    let _ = structure::check_container(container, Mode::Strict, &mut sink, &mut view);
-    match (view, sink.0) {
-        (Some(view), None) => Ok(ValidCsf { view }),
-        (_, Some(v)) => Err(v),
-        // No view means a structural violation was reported.
-        (None, None) => Err(Violation::new(Rule::MissingBuffer, 0, 0)),
+    let _ = structure::check_rules(container.descriptor(), view, Mode::Strict, &mut sink);
+    match sink.0 {
+        None => Ok(ValidCsf { view: *view }),
+        Some(v) => Err(v),
     }
 }
 
@@ -110,13 +109,13 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// The structural [`Violation`] that makes a view impossible.
 #[inline(never)]
 pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>, Violation> {
+    let mut slot = None;
+    let view = structure::open(container, &mut slot)?;
     let mut sink = sink::FailFast::default();
-    let mut view = None;
-    let _ = structure::check_container(container, Mode::Permissive, &mut sink, &mut view);
-    match (view, sink.0) {
-        (Some(view), None) => Ok(view),
-        (_, Some(v)) => Err(v),
-        (None, None) => Err(Violation::new(Rule::MissingBuffer, 0, 0)),
+    let _ = structure::check_rules(container.descriptor(), view, Mode::Permissive, &mut sink);
+    match sink.0 {
+        None => Ok(*view),
+        Some(v) => Err(v),
     }
 }
 
@@ -162,23 +161,48 @@ pub fn validate_with<'a>(container: &Container<'a>, mode: Mode, sink: &mut dyn S
 
 /// Either way a byte string can fail to be a valid CSF tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The container framing is broken.
     #[error("{0}")]
     Decode(#[from] DecodeError),
-    /// The container is sound but the tensor breaks a rule.
-    #[error("{0}")]
-    Invalid(#[from] Violation),
+    /// The container is sound but the tensor breaks a rule. The message
+    /// opens with the byte, when there is one (`byte 392: sibling ...`).
+    #[error("{}{violation}", at(.offset))]
+    Invalid {
+        /// The first rule broken, in check order.
+        #[source]
+        violation: Violation,
+        /// Where, as a byte offset from the start of the input: the
+        /// violation's [`Violation::offset`] in the decoded container.
+        offset: Option<u64>,
+    },
+}
+
+/// The `byte N: ` that opens a message about byte `N`, or nothing.
+fn at(offset: &Option<u64>) -> impl core::fmt::Display {
+    struct At(Option<u64>);
+    impl core::fmt::Display for At {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match self.0 {
+                Some(offset) => write!(f, "byte {offset}: "),
+                None => Ok(()),
+            }
+        }
+    }
+    At(*offset)
 }
 
 /// Decodes `bytes` and validates the tensor in `mode`.
 ///
 /// # Errors
-/// [`Error::Decode`] or [`Error::Invalid`].
+/// [`Error::Decode`], or [`Error::Invalid`] with the first violation and,
+/// when it is about an element of a buffer, its byte offset in `bytes`.
 pub fn read(bytes: &[u8], mode: Mode) -> Result<CsfView<'_>, Error> {
     let container = Container::decode(bytes)?;
-    Ok(match mode {
-        Mode::Strict => validate(&container)?.into_view(),
-        Mode::Permissive => validate_permissive(&container)?,
-    })
+    let checked = match mode {
+        Mode::Strict => validate(&container).map(ValidCsf::into_view),
+        Mode::Permissive => validate_permissive(&container),
+    };
+    checked.map_err(|violation| Error::Invalid { offset: violation.offset(&container), violation })
 }

@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use hurray_format::{Container, DeviceTag, ElementType, LayoutTag, QuantScheme};
+
 macro_rules! rules {
     ($( $(#[$doc:meta])* $variant:ident = $id:literal, $clause:literal, $structural:literal; )*) => {
         /// A rule of the CSF spec (or of `docs/format.md`) that a tensor can break.
@@ -47,6 +49,15 @@ macro_rules! rules {
 }
 
 rules! {
+    /// The descriptor's layout is not CSF (`found` is its tag). The container
+    /// decoder rejects every other layout, so only a container made some
+    /// other way could get here.
+    LayoutNotCsf = "layout-not-csf", "csf-layout (layout tag 0x09)", true;
+    /// `csf-core` refused to view the buffers for a reason this version has
+    /// no rule of its own for: a structural check added to `csf-core`'s
+    /// `ViewError` after this crate was written. The versions of this
+    /// workspace never report it.
+    ViewRefused = "view-refused", "format.md § 7.4", true;
     /// Rank is below 3: CSF is defined for rank >= 3 only.
     RankBelow3 = "rank-below-3", "csf-layout § Validity Constraints", true;
     /// Rank exceeds the cap of 64.
@@ -114,6 +125,8 @@ rules! {
 /// `found` and `expected` are the values seen and required, whose meaning the
 /// rule gives (for [`Rule::SiblingOrder`] and [`Rule::PosDecreasing`],
 /// `expected` is the previous element, which `found` had to exceed).
+/// [`Violation::offset`] turns `buffer` and `index` into a byte offset in the
+/// file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// The rule.
@@ -122,7 +135,10 @@ pub struct Violation {
     pub level: Option<usize>,
     /// The buffer index in the table.
     pub buffer: Option<usize>,
-    /// The element index within the buffer.
+    /// The element index within the buffer: a `u64` word of a `pos` or
+    /// `crd` buffer, or for the value-content rules ([`Rule::ValuesPadding`],
+    /// [`Rule::BoolValue`]) a byte, which for a 4-bit type holds two elements.
+    /// For [`Rule::ModeOrderNotPermutation`], the position in `mode_order`.
     pub index: Option<u64>,
     /// The value found.
     pub found: u64,
@@ -149,12 +165,70 @@ impl Violation {
         self.index = Some(index);
         self
     }
+
+    /// The size in bytes of what `index` counts in `buffer`, for the rules
+    /// about one element of a buffer; `None` for the others (a rule about a
+    /// descriptor field, a buffer's size, or a position in `mode_order`).
+    pub const fn element_size(&self) -> Option<u64> {
+        match self.rule {
+            // `pos` and `crd` are arrays of u64 words.
+            Rule::PosStart
+            | Rule::PosDecreasing
+            | Rule::TerminalCount
+            | Rule::SiblingOrder
+            | Rule::CoordinateBounds => Some(8),
+            // Their `index` is a byte of the values or a parameter buffer.
+            Rule::ValuesPadding | Rule::BoolValue => Some(1),
+            Rule::LayoutNotCsf
+            | Rule::ViewRefused
+            | Rule::RankBelow3
+            | Rule::RankAbove64
+            | Rule::ModeOrderLength
+            | Rule::ModeOrderNotPermutation
+            | Rule::MissingBuffer
+            | Rule::BufferCount
+            | Rule::BufferNotU64
+            | Rule::ValuesSize
+            | Rule::PosSize
+            | Rule::ByteOffset
+            | Rule::ShardDescriptor
+            | Rule::QuantizationDevice
+            | Rule::QuantizationTypes
+            | Rule::QuantizationAxis
+            | Rule::QuantizationBlockSize
+            | Rule::QuantizationSize
+            | Rule::StatisticsNnz
+            | Rule::LeafCount
+            | Rule::EmptyForm => None,
+        }
+    }
+
+    /// Where the element the violation is about lies in the file, as a byte
+    /// offset from its start: the buffer's start, `data_start` plus the
+    /// table's `offset`, plus [`Violation::element_size`] times `index`.
+    ///
+    /// `container` must be the one validated. `None` when the violation is
+    /// not about an element of a buffer, or `container` has no such buffer
+    /// (a violation found by [`crate::validate_view`], which has no file).
+    pub fn offset(&self, container: &Container<'_>) -> Option<u64> {
+        let (Some(buffer), Some(index), Some(size)) = (self.buffer, self.index, self.element_size()) else {
+            return None;
+        };
+        // `as u64` is lossless: usize is at most 64 bits wide.
+        let start = container.buffer_range(buffer)?.start as u64;
+        start.checked_add(size.checked_mul(index)?)
+    }
 }
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (found, expected) = (self.found, self.expected);
         match self.rule {
+            Rule::LayoutNotCsf => match u8::try_from(found) {
+                Ok(tag) => write!(f, "the layout is {}, not {}", LayoutTag(tag), LayoutTag::CSF),
+                Err(_) => write!(f, "the layout tag is {found}, not {}", LayoutTag::CSF),
+            },
+            Rule::ViewRefused => f.write_str("csf-core cannot view the buffers as a CSF tensor"),
             Rule::RankBelow3 => {
                 write!(f, "rank {found} is below 3 (CSF requires rank >= 3; use COO, CSR or CSC)")
             }
@@ -174,12 +248,18 @@ impl fmt::Display for Violation {
             Rule::PosSize => write!(f, "pos buffer has {found} elements, expected {expected} (n_(L-1) + 1)"),
             Rule::ByteOffset => write!(f, "byte_offset is {found}, must be 0"),
             Rule::ShardDescriptor => write!(f, "a CSF tensor must not carry a shard descriptor"),
-            Rule::QuantizationDevice => {
-                write!(f, "quantization buffer has device tag {found}, the values buffer has {expected}")
-            }
-            Rule::QuantizationTypes => {
-                write!(f, "element type code {found:#04x} does not suit the quantization scheme {expected}")
-            }
+            Rule::QuantizationDevice => write!(
+                f,
+                "quantization buffer is on device {}, the values buffer on {}",
+                Named::device(found),
+                Named::device(expected)
+            ),
+            Rule::QuantizationTypes => write!(
+                f,
+                "element type {} does not suit the quantization scheme {}",
+                Named::element_type(found),
+                Named::scheme(expected)
+            ),
             Rule::QuantizationAxis => write!(f, "quantization axis is {found}, must be below {expected}"),
             Rule::QuantizationBlockSize => {
                 write!(f, "quantization block_size is {found}, expected {expected}")
@@ -227,6 +307,40 @@ impl fmt::Display for Violation {
 }
 
 impl core::error::Error for Violation {}
+
+/// A code held in a violation's `found` or `expected`, shown by its name
+/// (`f32`, `per-channel`, `cuda (1)`), or as a number when it has none.
+enum Named {
+    Type(ElementType),
+    Scheme(QuantScheme),
+    Device(DeviceTag),
+    Code(u64),
+}
+
+impl Named {
+    fn element_type(code: u64) -> Self {
+        u8::try_from(code).ok().and_then(ElementType::from_code).map_or(Named::Code(code), Named::Type)
+    }
+
+    fn scheme(code: u64) -> Self {
+        u8::try_from(code).ok().and_then(QuantScheme::from_code).map_or(Named::Code(code), Named::Scheme)
+    }
+
+    fn device(tag: u64) -> Self {
+        u8::try_from(tag).map_or(Named::Code(tag), |tag| Named::Device(DeviceTag(tag)))
+    }
+}
+
+impl fmt::Display for Named {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Named::Type(t) => write!(f, "{t}"),
+            Named::Scheme(s) => write!(f, "{s}"),
+            Named::Device(d) => write!(f, "{d}"),
+            Named::Code(code) => write!(f, "with code {code:#04x}"),
+        }
+    }
+}
 
 /// A SHOULD (of the spec, or of `docs/format.md`) that the tensor does not follow. Never an error.
 #[derive(Clone, Copy, Debug, PartialEq)]

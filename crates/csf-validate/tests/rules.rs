@@ -36,7 +36,10 @@ fn file_error(bytes: &[u8]) -> Violation {
     let v = validate(&container).expect_err("the file is broken");
     assert_eq!(report(&container, Mode::Strict, 10).errors.first(), Some(&v), "report and validate agree");
     match read(bytes, Mode::Strict) {
-        Err(Error::Invalid(r)) => assert_eq!(r, v),
+        Err(Error::Invalid { violation, offset }) => {
+            assert_eq!(violation, v);
+            assert_eq!(offset, v.offset(&container), "read gives the violation's byte");
+        }
         other => panic!("read gave {other:?}"),
     }
     v
@@ -317,6 +320,52 @@ fn values_padding_and_bool_values() {
     assert_eq!(both(&t), (Rule::BoolValue, None, Some(0), Some(3), 0xff, 1));
 }
 
+/// A violation about one element of a buffer gives that element's byte in
+/// the file: the buffer's start (`data_start` plus the table's offset) plus
+/// the element's size times its index. `read`'s error opens with it.
+#[test]
+fn violations_give_the_byte_of_their_element_in_the_file() {
+    // (the file, the buffer and the byte inside it that the violation names)
+    let mut cases: Vec<(Vec<u8>, usize, u64)> = Vec::new();
+    let mut t = Tree::spec_example();
+    *t.crd(2) = vec![1, 3, 2, 0];
+    cases.push((t.encode(), 6, 3 * 8)); // sibling-order, crd_2 element 3
+    let mut t = Tree::spec_example();
+    *t.pos(2) = vec![0, 2, 1, 4];
+    cases.push((t.encode(), 5, 2 * 8)); // pos-decreasing, pos_2 element 2
+    let mut t = Tree::spec_example();
+    t.crd(0)[1] = 9;
+    cases.push((t.encode(), 2, 8)); // coordinate-bounds, crd_0 element 1
+    let mut t = Tree::spec_example();
+    t.element_type = ElementType::Bool;
+    t.values = vec![1, 1, 0, 0xff];
+    cases.push((t.encode(), 0, 3)); // bool-value, byte 3
+    cases.push((i4_per_channel(vec![0x10, 0xf2]), 8, 1)); // values-padding, zero points byte 1
+    for (bytes, buffer, within) in cases {
+        let container = Container::decode(&bytes).unwrap();
+        let v = file_error(&bytes);
+        assert_eq!(v.buffer, Some(buffer));
+        let start = container.data_start() as u64 + container.descriptor().buffers[buffer].offset;
+        assert_eq!(start, container.buffer_range(buffer).unwrap().start as u64);
+        assert_eq!(v.offset(&container), Some(start + within), "{v}");
+        let e = read(&bytes, Mode::Strict).unwrap_err();
+        assert!(e.to_string().starts_with(&format!("byte {}: {v}", start + within)), "{e}");
+        assert_eq!(std::error::Error::source(&e).map(|s| s.to_string()), Some(v.to_string()));
+    }
+    // Rules about a descriptor field or a whole buffer name no byte.
+    let mut t = Tree::spec_example();
+    t.values.pop();
+    let bytes = t.encode();
+    let v = file_error(&bytes);
+    assert_eq!(v.rule, Rule::ValuesSize);
+    assert_eq!(v.offset(&Container::decode(&bytes).unwrap()), None);
+    assert!(read(&bytes, Mode::Strict).unwrap_err().to_string().starts_with("values buffer is"));
+    let mut t = Tree::spec_example();
+    t.mode_order = vec![0, 0, 2];
+    let bytes = t.encode();
+    assert_eq!(file_error(&bytes).offset(&Container::decode(&bytes).unwrap()), None);
+}
+
 /// The spec example with i4 values (4 leaves: 2 bytes), quantized per channel
 /// on axis 1 (extent 3: three groups) with f32 scales and `zero_points` as
 /// the i4 zero-point buffer (index 8 = 2 * 3 + 2).
@@ -411,6 +460,9 @@ fn validate_view_checks_an_attached_quantization() {
     // NF4 over i8 values, an axis outside the rank, a block scheme without blocks.
     let v = checked(quant(QuantScheme::Nf4, 0, 2, &three[..8])).unwrap_err();
     assert_eq!(at(&v), (Rule::QuantizationTypes, None, Some(0), None, 0x01, 3));
+    // By name, not by code ("element type code 0x01 ... scheme 3").
+    let text = v.to_string();
+    assert!(text.starts_with("element type i8 does not suit the quantization scheme nf4"), "{text}");
     let v = checked(quant(QuantScheme::PerChannel, 3, 0, &three)).unwrap_err();
     assert_eq!(at(&v), (Rule::QuantizationAxis, None, None, None, 3, 3));
     let v = checked(quant(QuantScheme::PerBlock, 0, 0, &three[..4])).unwrap_err();
@@ -582,9 +634,12 @@ fn quantization_buffers_share_the_values_device() {
 
     let mut off = d;
     off.buffers.as_mut_slice()[7].device_tag = DeviceTag::CUDA;
-    assert_eq!(
-        at(&file_error(&encode(&off, &buffers))),
-        (Rule::QuantizationDevice, None, Some(7), None, 1, 0)
+    let v = file_error(&encode(&off, &buffers));
+    assert_eq!(at(&v), (Rule::QuantizationDevice, None, Some(7), None, 1, 0));
+    let text = v.to_string();
+    assert!(
+        text.starts_with("quantization buffer is on device cuda (1), the values buffer on host (0)"),
+        "{text}"
     );
     // The values buffer moves with its parameters: fine. The index buffers' tags are free.
     let mut moved = off;

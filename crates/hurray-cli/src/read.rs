@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use csf_core::CsfView;
+use csf_validate::Violation;
 use hurray_format::{Container, DecodeError};
 
 use crate::error::{Error, Result};
@@ -40,12 +41,14 @@ pub fn decode_message(e: &DecodeError) -> String {
 /// Decodes and validates `bytes` (the contents of `path`), giving the view.
 pub fn view<'a>(path: &Path, bytes: &'a [u8], permissive: bool) -> Result<CsfView<'a>> {
     let container = container(path, bytes)?;
+    // A violation about an element of a buffer says which byte of the file.
+    let at = |v: &Violation| crate::validate::at(v.offset(&container));
     if permissive {
         csf_validate::validate_permissive(&container)
-            .map_err(|v| Error::data(path, format!("cannot be read even permissively: {v}")))
+            .map_err(|v| Error::data(path, format!("cannot be read even permissively: {}{v}", at(&v))))
     } else {
         csf_validate::validate(&container).map(|valid| valid.into_view()).map_err(|v| {
-            Error::data(path, format!("invalid CSF tensor: {v} (`hurray validate` lists every violation; --permissive reads it anyway)"))
+            Error::data(path, format!("invalid CSF tensor: {}{v} (`hurray validate` lists every violation; --permissive reads it anyway)", at(&v)))
         })
     }
 }

@@ -1,5 +1,8 @@
 //! `hurray validate FILE [--permissive] [--json]`: every violation (up to
 //! `--max-errors`), one a line, or one JSON object. Exit 0 when valid, 1 when not.
+//! A violation about an element of a buffer opens with its byte offset from
+//! the start of the file (`byte 392: ...`; `offset` in JSON), as decode
+//! errors do.
 
 use std::io::Write;
 use std::path::Path;
@@ -25,7 +28,8 @@ pub fn run(args: &ValidateArgs) -> Result<i32> {
         Err(e) => Outcome::Decode(e),
         Ok(container) => {
             let report = csf_validate::report(&container, mode, args.max_errors as usize);
-            Outcome::Checked(Box::new((*container.descriptor(), report)))
+            let offsets = report.errors.iter().map(|v| v.offset(&container)).collect();
+            Outcome::Checked(Box::new(Checked { descriptor: *container.descriptor(), report, offsets }))
         }
     };
     let text = if args.json { json(args, &outcome) } else { text(args, &outcome) };
@@ -35,13 +39,26 @@ pub fn run(args: &ValidateArgs) -> Result<i32> {
 
 enum Outcome {
     Decode(hurray_format::DecodeError),
-    Checked(Box<(Descriptor, Report)>),
+    Checked(Box<Checked>),
+}
+
+/// A container that decoded, and what validation found.
+struct Checked {
+    descriptor: Descriptor,
+    report: Report,
+    /// Each error's byte offset in the file (`Violation::offset`), in report order.
+    offsets: Vec<Option<u64>>,
 }
 
 impl Outcome {
     fn is_valid(&self) -> bool {
-        matches!(self, Outcome::Checked(checked) if checked.1.is_valid())
+        matches!(self, Outcome::Checked(checked) if checked.report.is_valid())
     }
+}
+
+/// `byte N: ` before a message about byte `N`.
+pub fn at(offset: Option<u64>) -> String {
+    offset.map_or_else(String::new, |offset| format!("byte {offset}: "))
 }
 
 fn mode_name(args: &ValidateArgs) -> &'static str {
@@ -62,9 +79,9 @@ fn text(args: &ValidateArgs, outcome: &Outcome) -> String {
             o.push_str(&format!("{file}: invalid: not a readable Hurray container\n"));
         }
         Outcome::Checked(checked) => {
-            let (d, report) = &**checked;
-            for v in &report.errors {
-                o.push_str(&format!("{file}: error: {v}\n"));
+            let Checked { descriptor: d, report, offsets } = &**checked;
+            for (v, offset) in report.errors.iter().zip(offsets) {
+                o.push_str(&format!("{file}: error: {}{v}\n", at(*offset)));
             }
             for w in &report.warnings {
                 o.push_str(&format!("{file}: warning: {w}\n"));
@@ -114,6 +131,7 @@ fn json(args: &ValidateArgs, outcome: &Outcome) -> String {
                 "rule": DECODE_RULE,
                 "clause": "docs/format.md § 4-6",
                 "message": e.to_string(),
+                "offset": e.offset(),
             }],
             "warnings": [],
             "truncated": false,
@@ -123,15 +141,16 @@ fn json(args: &ValidateArgs, outcome: &Outcome) -> String {
             "nnz": null,
         }),
         Outcome::Checked(checked) => {
-            let (d, report) = &**checked;
+            let Checked { descriptor: d, report, offsets } = &**checked;
             json!({
             "file": args.file.display().to_string(),
             "mode": mode_name(args),
             "valid": report.is_valid(),
-            "errors": report.errors.iter().map(|v| json!({
+            "errors": report.errors.iter().zip(offsets).map(|(v, offset)| json!({
                 "rule": v.rule.id(),
                 "clause": v.rule.clause(),
                 "message": message(v),
+                "offset": offset,
                 "level": v.level,
                 "buffer": v.buffer,
                 "index": v.index,

@@ -656,6 +656,43 @@ fn validate_agrees_with_the_corpus_manifest() {
     }
 }
 
+/// A violation about one element of a buffer names its byte in the file, from
+/// the start: in `validate`'s lines and JSON, and in the one-line errors of
+/// `inspect` and `get`, as decode errors always did.
+#[test]
+fn violations_name_the_byte_of_their_element() {
+    let dir = repo().join("crates/csf-validate/tests/corpus");
+    // The spec example with crd_2 = [1, 3, 2, 0]: crd_2 is the last buffer,
+    // four u64s ending at the end of the file, so element 3 is its last 8 bytes.
+    let file = dir.join("sibling-order-leaf.hurray");
+    let len = std::fs::metadata(&file).unwrap().len();
+    let byte = len - 8;
+    let what = "sibling coordinates not strictly increasing: 0 after 2 (level 2, buffer 6, element 3)";
+    let out = hurray(["validate", s(&file)]);
+    assert_eq!(code(&out), 1);
+    let line = format!("{}: error: byte {byte}: {what} [sibling-order;", file.display());
+    assert!(stdout(&out).starts_with(&line), "{}", stdout(&out));
+    let json: Json = serde_json::from_str(&stdout(&hurray(["validate", "--json", s(&file)]))).unwrap();
+    assert_eq!(json["errors"][0]["offset"], byte);
+    assert_eq!(json["errors"][0]["index"], 3);
+    for args in [vec!["inspect", s(&file)], vec!["get", s(&file), "0,0,0"]] {
+        let err = stderr(&hurray(&args));
+        let want = format!("hurray: {}: invalid CSF tensor: byte {byte}: {what} [", file.display());
+        assert!(err.starts_with(&want), "{args:?}: {err}");
+    }
+    // A rule about a whole buffer or a descriptor field names no byte.
+    let file = dir.join("values-size-f32-short.hurray");
+    let json: Json = serde_json::from_str(&stdout(&hurray(["validate", "--json", s(&file)]))).unwrap();
+    assert_eq!(json["errors"][0]["rule"], "values-size");
+    assert_eq!(json["errors"][0]["offset"], Json::Null);
+    // Decode errors give theirs in JSON too, from the start of the file.
+    let file = dir.join("decode-buffer-misaligned.hurray");
+    let json: Json = serde_json::from_str(&stdout(&hurray(["validate", "--json", s(&file)]))).unwrap();
+    let message = json["errors"][0]["message"].as_str().unwrap();
+    let offset = json["errors"][0]["offset"].as_u64().unwrap();
+    assert!(message.starts_with(&format!("byte {offset}: buffer ")), "{message}");
+}
+
 #[test]
 fn no_command_panics_on_any_corpus_file() {
     let Some(cases) = corpus() else {

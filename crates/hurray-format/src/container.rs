@@ -167,33 +167,38 @@ impl<'a> Container<'a> {
 /// Checks the buffer table against the canonical placement (docs/format.md
 /// §4.4, checks 1-4) and returns the file length it implies: the end of the
 /// last buffer from the start of the file (`data_start` with no buffers).
-/// Reads nothing but the table, and computes every end with checked
-/// arithmetic: a hostile table can name ends beyond `u64`.
+/// Reads nothing but the table, and computes every position from the start
+/// of the file with checked arithmetic: a hostile table can name starts and
+/// ends beyond `u64`.
 fn needed_len(descriptor: &Descriptor, data_start: u64) -> Result<u64, DecodeError> {
-    // The end of the previous buffer: `end` relative to `data_start` (as the
-    // table's offsets are), `file_end` from the start of the file.
-    let mut end = 0u64;
-    let mut file_end = data_start;
+    // The end of the previous buffer, from the start of the file.
+    let mut end = data_start;
     for (index, entry) in descriptor.buffers.iter().enumerate() {
-        let offset = entry.offset;
+        let overflow = DecodeError::BufferEndOverflow {
+            index,
+            data_start,
+            table_offset: entry.offset,
+            length: entry.length,
+        };
+        // A start past `u64` is check 4's fault met early (the end is past it
+        // too); caught first so that every other error can name the start.
+        let offset = data_start.checked_add(entry.offset).ok_or(overflow)?;
+        // `data_start` is a multiple of the alignment, so this is the table
+        // offset's alignment too.
         if offset % BUFFER_ALIGNMENT as u64 != 0 {
             return Err(DecodeError::BufferMisaligned { index, offset, alignment: BUFFER_ALIGNMENT });
         }
         if offset < end {
             return Err(DecodeError::BufferOverlap { index, offset, previous_end: end });
         }
-        // `end + data_start` fits u64 and `data_start >= 64`, so rounding `end`
-        // up to 64 cannot overflow; `u64::MAX` only keeps this total.
-        let expected = align_up(end).unwrap_or(u64::MAX);
-        if offset > expected {
+        // `None` only when no multiple of the alignment at or after `end`
+        // fits a `u64`; `offset` is one, so rounding up cannot fail here.
+        if let Some(expected) = align_up(end).filter(|&expected| offset > expected) {
             return Err(DecodeError::BufferGap { index, offset, expected });
         }
-        (end, file_end) = offset
-            .checked_add(entry.length)
-            .and_then(|end| Some((end, end.checked_add(data_start)?)))
-            .ok_or(DecodeError::BufferEndOverflow { index, offset, length: entry.length })?;
+        end = offset.checked_add(entry.length).ok_or(overflow)?;
     }
-    Ok(file_end)
+    Ok(end)
 }
 
 /// Checks that every padding byte is zero: between the descriptor and
@@ -259,7 +264,7 @@ fn plan_lengths(
         end = entry.offset.checked_add(entry.length).ok_or(EncodeError::TooLarge)?;
     }
     let descriptor_len = postcard::serialize_with_flavor(&planned, postcard::ser_flavors::Size::default())
-        .map_err(|_| EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN })?;
+        .map_err(EncodeError::Serialize)?;
     if descriptor_len > MAX_DESCRIPTOR_LEN {
         return Err(EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN });
     }
@@ -324,8 +329,7 @@ fn write_head(plan: &Plan, head: &mut [u8]) -> Result<(), EncodeError> {
         *dst = *src;
     }
     header.copy_from_slice(&fixed);
-    let written = postcard::to_slice(&plan.descriptor, rest)
-        .map_err(|_| EncodeError::DescriptorTooLong { max: MAX_DESCRIPTOR_LEN })?;
+    let written = postcard::to_slice(&plan.descriptor, rest).map_err(EncodeError::Serialize)?;
     debug_assert_eq!(written.len(), plan.descriptor_len);
     Ok(())
 }
@@ -395,4 +399,32 @@ pub fn encode_streamed<W: std::io::Write>(
     }
     writer.flush()?;
     Ok(plan.total_len as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use crate::element::ElementType;
+
+    /// When postcard fails, its error is kept as the cause, not renamed into
+    /// a limit the descriptor does not break. Room too small for the
+    /// descriptor is the one failure a test can provoke: the public encoders
+    /// always plan enough.
+    #[test]
+    fn a_postcard_failure_keeps_its_cause() {
+        let mut d = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 0).unwrap();
+        for _ in 0..crate::descriptor::csf::buffer_count(3) {
+            d.buffers.push(crate::descriptor::BufferEntry::default()).unwrap();
+        }
+        let buffers: [&[u8]; 7] = [&[]; 7];
+        let plan = plan(&d, &buffers).unwrap();
+        assert!(plan.descriptor_len > 1);
+        let mut head = [0u8; HEADER_LEN + 1];
+        let e = write_head(&plan, &mut head).unwrap_err();
+        assert!(matches!(e, EncodeError::Serialize(postcard::Error::SerializeBufferFull)), "{e:?}");
+        let source = e.source().expect("the postcard error is the source");
+        assert_eq!(source.to_string(), postcard::Error::SerializeBufferFull.to_string());
+    }
 }

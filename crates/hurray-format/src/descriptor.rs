@@ -37,6 +37,29 @@ impl DeviceTag {
     pub const METAL: Self = Self(3);
     /// Vulkan buffer.
     pub const VULKAN: Self = Self(4);
+
+    /// The device's short name (`host`, `cuda`, `rocm`, `metal`, `vulkan`),
+    /// or `None` for a reserved tag.
+    pub const fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            0 => "host",
+            1 => "cuda",
+            2 => "rocm",
+            3 => "metal",
+            4 => "vulkan",
+            _ => return None,
+        })
+    }
+}
+
+/// The name and the tag (`cuda (1)`), or `reserved device tag 9`.
+impl fmt::Display for DeviceTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{name} ({})", self.0),
+            None => write!(f, "reserved device tag {}", self.0),
+        }
+    }
 }
 
 impl serde::Serialize for DeviceTag {
@@ -132,6 +155,29 @@ impl QuantScheme {
             4 => Self::Mxfp,
             _ => return None,
         })
+    }
+
+    /// The scheme's wire code.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The scheme's name, as the command-line tool's `--quantize` spells it
+    /// (`per-tensor`, `per-channel`, `per-block`, `nf4`, `mxfp`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::PerTensor => "per-tensor",
+            Self::PerChannel => "per-channel",
+            Self::PerBlock => "per-block",
+            Self::Nf4 => "nf4",
+            Self::Mxfp => "mxfp",
+        }
+    }
+}
+
+impl fmt::Display for QuantScheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -300,5 +346,24 @@ pub mod csf {
     /// buffers start at this index.
     pub const fn buffer_count(rank: usize) -> usize {
         2 * rank + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_and_devices_have_names() {
+        for code in 0..=u8::MAX {
+            if let Some(scheme) = QuantScheme::from_code(code) {
+                assert_eq!(scheme.code(), code);
+                assert_eq!(scheme.to_string(), scheme.name());
+            }
+        }
+        assert_eq!(QuantScheme::PerChannel.to_string(), "per-channel");
+        assert_eq!(DeviceTag::CUDA.to_string(), "cuda (1)");
+        assert_eq!(DeviceTag::HOST.name(), Some("host"));
+        assert_eq!(DeviceTag(9).to_string(), "reserved device tag 9");
     }
 }

@@ -1,9 +1,16 @@
 //! Decoding and encoding errors. Every decoding error says where: the byte
-//! offset in the input, and for buffers the buffer index.
+//! offset from the start of the input ([`DecodeError::offset`]), and for
+//! buffers the buffer index too.
 
 use crate::layout::LayoutTag;
 
-/// Why a byte string is not a Hurray CSF container. Offsets are from the start of the input.
+/// Why a byte string is not a Hurray CSF container.
+///
+/// Every field named `offset`, `previous_end` or `expected` is a byte offset
+/// from the start of the input, and so is [`DecodeError::offset`], which
+/// gives the position of any variant; only [`DecodeError::BufferEndOverflow`]
+/// keeps the buffer table's `data_start`-relative number, since the file
+/// offset it adds up to need not exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
@@ -146,43 +153,54 @@ pub enum DecodeError {
         offset: usize,
     },
     /// A buffer does not start on a [`crate::limits::BUFFER_ALIGNMENT`] boundary.
-    #[error("buffer {index}: offset {offset} is not a multiple of {alignment}")]
+    #[error("byte {offset}: buffer {index} starts at a byte that is not a multiple of {alignment}")]
     BufferMisaligned {
         /// The buffer index.
         index: usize,
-        /// Its offset in the data section.
+        /// Where the buffer table puts it, from the start of the file
+        /// (`data_start` plus the table's `offset`).
         offset: u64,
         /// The required alignment.
         alignment: usize,
     },
     /// A buffer starts before the end of the previous one.
-    #[error("buffer {index}: offset {offset} overlaps the previous buffer, which ends at {previous_end}")]
+    #[error(
+        "byte {offset}: buffer {index} starts inside the previous buffer, which ends at byte {previous_end}"
+    )]
     BufferOverlap {
         /// The buffer index.
         index: usize,
-        /// Its offset in the data section.
+        /// Where the buffer table puts it, from the start of the file.
         offset: u64,
-        /// Where the previous buffer ends.
+        /// Where the previous buffer ends, from the start of the file.
         previous_end: u64,
     },
     /// A buffer leaves a hole after the previous one (more than the alignment padding).
-    #[error("buffer {index}: offset {offset} leaves a gap, expected {expected}")]
+    #[error(
+        "byte {offset}: buffer {index} leaves a gap after the previous buffer; it belongs at byte {expected}"
+    )]
     BufferGap {
         /// The buffer index.
         index: usize,
-        /// Its offset in the data section.
+        /// Where the buffer table puts it, from the start of the file.
         offset: u64,
-        /// Where the canonical layout puts it.
+        /// Where the canonical layout puts it, from the start of the file.
         expected: u64,
     },
-    /// A buffer's end, `data_start + offset + length`, does not fit in a `u64`:
-    /// no file can hold it. Only a hostile or corrupt table gets here.
-    #[error("buffer {index}: offset {offset} + length {length} in the data section overflows a 64-bit file length")]
+    /// A buffer's start, `data_start + table_offset`, or its end, that plus
+    /// `length`, does not fit in a `u64`: no file can hold it. Only a hostile
+    /// or corrupt table gets here. The table's own numbers are kept, since
+    /// the file offset they add up to does not exist.
+    #[error(
+        "buffer {index}: data_start {data_start} + offset {table_offset} + length {length} overflows a 64-bit file length"
+    )]
     BufferEndOverflow {
         /// The buffer index.
         index: usize,
-        /// Its offset in the data section.
-        offset: u64,
+        /// Where the data section starts, from the start of the file.
+        data_start: u64,
+        /// Its offset as the buffer table gives it, from `data_start`.
+        table_offset: u64,
         /// Its length.
         length: u64,
     },
@@ -209,6 +227,46 @@ pub enum DecodeError {
     },
 }
 
+impl DecodeError {
+    /// Where the fault is, as a byte offset from the start of the input: the
+    /// field that is wrong, the start of a misplaced buffer, the first
+    /// trailing or non-zero padding byte, or for [`DecodeError::TruncatedData`]
+    /// the end of the input, where the missing bytes should be.
+    ///
+    /// `None` only for a [`DecodeError::BufferEndOverflow`] whose start,
+    /// `data_start + table_offset`, is past the largest `u64`.
+    pub const fn offset(&self) -> Option<u64> {
+        // `as u64` is lossless: usize is at most 64 bits wide.
+        Some(match *self {
+            DecodeError::BadMagic => 0,
+            DecodeError::UnsupportedVersion { .. } => 8,
+            DecodeError::ReservedHeaderBits { .. } => 10,
+            DecodeError::DescriptorTooLong { .. } => 12,
+            DecodeError::Truncated { offset, .. }
+            | DecodeError::VarintOverflow { offset, .. }
+            | DecodeError::NonCanonicalVarint { offset }
+            | DecodeError::BadOptionTag { offset, .. }
+            | DecodeError::UnknownLayout { offset, .. }
+            | DecodeError::UnsupportedLayout { offset, .. }
+            | DecodeError::UnknownElementType { offset, .. }
+            | DecodeError::UnknownFlags { offset, .. }
+            | DecodeError::FlagMismatch { offset, .. }
+            | DecodeError::UnknownQuantScheme { offset, .. }
+            | DecodeError::TooLong { offset, .. }
+            | DecodeError::DescriptorTrailingBytes { offset, .. }
+            | DecodeError::NonZeroPadding { offset }
+            | DecodeError::TrailingBytes { offset, .. } => offset as u64,
+            DecodeError::BufferMisaligned { offset, .. }
+            | DecodeError::BufferOverlap { offset, .. }
+            | DecodeError::BufferGap { offset, .. } => offset,
+            DecodeError::BufferEndOverflow { data_start, table_offset, .. } => {
+                return data_start.checked_add(table_offset)
+            }
+            DecodeError::TruncatedData { len, .. } => len,
+        })
+    }
+}
+
 /// Why a descriptor and buffers could not be encoded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -230,6 +288,11 @@ pub enum EncodeError {
         /// The limit.
         max: usize,
     },
+    /// postcard could not write the descriptor; its error is the source. A
+    /// descriptor within the caps always serializes into the room planned for
+    /// it, so this names a fault of the encoder rather than of its input.
+    #[error("the descriptor could not be serialized: {0}")]
+    Serialize(#[source] postcard::Error),
     /// The output slice is too small.
     #[error("output buffer holds {available} bytes, {needed} needed")]
     OutputTooSmall {

@@ -606,10 +606,12 @@ fn largest_legal_descriptor_fits_the_length_limit() {
     let rows = vec![(u64::MAX, u64::MAX, 0xff); MAX_BUFFERS];
     let w = Wire::of(&d).with_buffers(&rows);
     assert!(w.len() <= MAX_DESCRIPTOR_LEN, "{} bytes", w.len());
-    // It passes every descriptor check and fails only on the first buffer's placement.
+    // It passes every descriptor check and fails only on the first buffer's
+    // placement: its start, `data_start + u64::MAX`, is past any file.
+    let data_start = common::align(w.end()) as u64;
     assert_eq!(
         err(&w.container(&[])),
-        DecodeError::BufferMisaligned { index: 0, offset: u64::MAX, alignment: BUFFER_ALIGNMENT }
+        DecodeError::BufferEndOverflow { index: 0, data_start, table_offset: u64::MAX, length: u64::MAX }
     );
 }
 
@@ -664,6 +666,12 @@ fn framed(rows: &[(u64, u64, u8)], data: &[u8]) -> Vec<u8> {
     base().0.with_buffers(rows).container(data)
 }
 
+/// Where the data section of `framed(rows, ..)` starts: the buffer errors
+/// give file offsets, the table's offsets plus this.
+fn data_start(rows: &[(u64, u64, u8)]) -> u64 {
+    common::align(base().0.with_buffers(rows).end()) as u64
+}
+
 #[test]
 fn buffer_misaligned() {
     let data = vec![0u8; 256];
@@ -673,10 +681,10 @@ fn buffer_misaligned() {
         (&[(0, 16, 0), (63, 16, 0)], 1, 63),
         (&[(0, 64, 0), (64, 0, 0), (96, 8, 0)], 2, 96),
     ] {
-        assert_eq!(
-            err(&framed(rows, &data)),
-            DecodeError::BufferMisaligned { index, offset, alignment: BUFFER_ALIGNMENT }
-        );
+        let offset = data_start(rows) + offset;
+        let e = err(&framed(rows, &data));
+        assert_eq!(e, DecodeError::BufferMisaligned { index, offset, alignment: BUFFER_ALIGNMENT });
+        assert_eq!(e.offset(), Some(offset));
     }
 }
 
@@ -688,7 +696,10 @@ fn buffer_overlap() {
         (&[(0, 100, 0), (64, 16, 0)], 1, 64, 100),
         (&[(0, 64, 0), (64, 65, 0), (128, 1, 0)], 2, 128, 129),
     ] {
-        assert_eq!(err(&framed(rows, &data)), DecodeError::BufferOverlap { index, offset, previous_end });
+        let (offset, previous_end) = (data_start(rows) + offset, data_start(rows) + previous_end);
+        let e = err(&framed(rows, &data));
+        assert_eq!(e, DecodeError::BufferOverlap { index, offset, previous_end });
+        assert_eq!(e.offset(), Some(offset));
     }
 }
 
@@ -701,7 +712,10 @@ fn buffer_gap() {
         (&[(0, 0, 0), (64, 16, 0)], 1, 64, 0),
         (&[(0, 64, 0), (192, 1, 0)], 1, 192, 64),
     ] {
-        assert_eq!(err(&framed(rows, &data)), DecodeError::BufferGap { index, offset, expected });
+        let (offset, expected) = (data_start(rows) + offset, data_start(rows) + expected);
+        let e = err(&framed(rows, &data));
+        assert_eq!(e, DecodeError::BufferGap { index, offset, expected });
+        assert_eq!(e.offset(), Some(offset));
     }
 }
 
@@ -754,13 +768,46 @@ fn buffer_end_overflow() {
         (&[(0, 16, 0), (64, u64::MAX - 63, 0)], 1, 64, u64::MAX - 63),
         (&[(0, 16, 0), (64, u64::MAX - 64 - data_start + 1, 0)], 1, 64, u64::MAX - 64 - data_start + 1),
     ] {
-        assert_eq!(err(&framed(rows, &data)), DecodeError::BufferEndOverflow { index, offset, length });
+        let e = err(&framed(rows, &data));
+        assert_eq!(e, DecodeError::BufferEndOverflow { index, data_start, table_offset: offset, length });
+        // The buffer's start fits: it is where the error is.
+        assert_eq!(e.offset(), Some(data_start + offset));
     }
     // The table is read to its end before the file's length is compared:
     // an overflow in the last buffer beats a file too short for the first.
     assert_eq!(
         err(&framed(&[(0, 200, 0), (256, u64::MAX, 0)], &data)),
-        DecodeError::BufferEndOverflow { index: 1, offset: 256, length: u64::MAX }
+        DecodeError::BufferEndOverflow { index: 1, data_start, table_offset: 256, length: u64::MAX }
+    );
+}
+
+/// A buffer whose start, `data_start + offset`, does not fit u64 is reported
+/// as the overflow it is before its alignment or its gap is looked at: those
+/// errors give the start as a file offset, and this one has none.
+#[test]
+fn a_buffer_starting_past_u64_overflows_before_any_other_check() {
+    let data = vec![0u8; 100];
+    let data_start = data_start(&[(0, 0, 0)]);
+    // Misaligned, and aligned but far past the canonical offset.
+    for (rows, index, offset) in [
+        (&[(u64::MAX, 0, 0)][..], 0, u64::MAX),
+        (&[(0, 16, 0), (u64::MAX - 63, 0, 0)], 1, u64::MAX - 63),
+        (&[(0, 16, 0), (u64::MAX - data_start + 1, 0, 0)], 1, u64::MAX - data_start + 1),
+    ] {
+        let e = err(&framed(rows, &data));
+        assert_eq!(e, DecodeError::BufferEndOverflow { index, data_start, table_offset: offset, length: 0 });
+        assert_eq!(e.offset(), None, "{e}");
+    }
+    // The last start that fits is misaligned or a gap as before.
+    let offset = u64::MAX - data_start;
+    assert_eq!(
+        err(&framed(&[(offset, 0, 0)], &data)),
+        DecodeError::BufferMisaligned { index: 0, offset: u64::MAX, alignment: BUFFER_ALIGNMENT }
+    );
+    let offset = (u64::MAX - data_start) / 64 * 64;
+    assert_eq!(
+        err(&framed(&[(offset, 0, 0)], &data)),
+        DecodeError::BufferGap { index: 0, offset: data_start + offset, expected: data_start }
     );
 }
 
@@ -770,13 +817,20 @@ fn buffer_end_overflow() {
 fn table_faults_then_length_then_padding() {
     let data = vec![0u8; 100];
     // A misplaced buffer is reported even in a truncated file.
+    let rows = [(0, 16, 0), (65, 1000, 0)];
     assert_eq!(
-        err(&framed(&[(0, 16, 0), (65, 1000, 0)], &data)),
-        DecodeError::BufferMisaligned { index: 1, offset: 65, alignment: BUFFER_ALIGNMENT }
+        err(&framed(&rows, &data)),
+        DecodeError::BufferMisaligned {
+            index: 1,
+            offset: data_start(&rows) + 65,
+            alignment: BUFFER_ALIGNMENT
+        }
     );
+    let rows = [(0, 16, 0), (128, 1000, 0)];
+    let start = data_start(&rows);
     assert_eq!(
-        err(&framed(&[(0, 16, 0), (128, 1000, 0)], &data)),
-        DecodeError::BufferGap { index: 1, offset: 128, expected: 64 }
+        err(&framed(&rows, &data)),
+        DecodeError::BufferGap { index: 1, offset: start + 128, expected: start + 64 }
     );
     // Truncation is reported before non-zero padding, and so is a trailing byte.
     let bytes = sample_bytes();
@@ -850,17 +904,44 @@ fn display_names_the_byte_offset_or_buffer_index() {
         (E::TooLong { offset: 4321, field: "shape", len: 65, max: 64 }, "byte 4321"),
         (E::DescriptorTrailingBytes { offset: 4321, count: 1 }, "byte 4321"),
         (E::NonZeroPadding { offset: 4321 }, "byte 4321"),
-        (E::BufferMisaligned { index: 77, offset: 1, alignment: 64 }, "buffer 77"),
-        (E::BufferOverlap { index: 77, offset: 0, previous_end: 16 }, "buffer 77"),
-        (E::BufferGap { index: 77, offset: 128, expected: 64 }, "buffer 77"),
-        (E::BufferEndOverflow { index: 77, offset: 64, length: u64::MAX }, "buffer 77"),
+        (E::BufferMisaligned { index: 77, offset: 4321, alignment: 64 }, "byte 4321: buffer 77"),
+        (E::BufferOverlap { index: 77, offset: 4321, previous_end: 4400 }, "byte 4321: buffer 77"),
+        (E::BufferGap { index: 77, offset: 4321, expected: 64 }, "byte 4321: buffer 77"),
+        (E::BufferEndOverflow { index: 77, data_start: 64, table_offset: 64, length: u64::MAX }, "buffer 77"),
         (E::TruncatedData { len: 4321, needed: 8642 }, "the file is 4321 bytes"),
         (E::TrailingBytes { offset: 4321, count: 1 }, "byte 4321"),
     ];
     for (error, needle) in cases {
         let message = error.to_string();
         assert!(message.contains(needle), "{error:?} displays as {message:?}");
+        // `offset()` is the byte the message opens with, from the start of the file.
+        if let Some(n) = message.strip_prefix("byte ").and_then(|m| m.split(':').next()) {
+            assert_eq!(error.offset(), Some(n.parse().unwrap()), "{error:?}");
+        }
     }
+    // The two that do not open with a byte: the end of the file, where the
+    // missing bytes belong, and the start of a buffer whose end overflows.
+    assert_eq!(E::TruncatedData { len: 4321, needed: 8642 }.offset(), Some(4321));
+    let overflow =
+        |data_start, table_offset| E::BufferEndOverflow { index: 0, data_start, table_offset, length: 1 };
+    assert_eq!(overflow(64, 128).offset(), Some(192));
+    assert_eq!(overflow(64, u64::MAX - 63).offset(), None);
+}
+
+/// The buffer errors used to give the table's offsets, counted from the data
+/// section, where every other error counts from the start of the file.
+#[test]
+fn buffer_errors_count_from_the_start_of_the_file() {
+    let rows = [(0, 16, 0), (65, 16, 0)];
+    let bytes = framed(&rows, &[0; 128]);
+    let e = err(&bytes);
+    let at = e.offset().unwrap() as usize;
+    // The byte named is where the table puts buffer 1: 65 bytes into the data
+    // section, which starts after the header, the descriptor and its padding.
+    let start = data_start(&rows) as usize;
+    assert!(start > HEADER_LEN);
+    assert_eq!(at, start + 65);
+    assert_eq!(e, DecodeError::BufferMisaligned { index: 1, offset: at as u64, alignment: BUFFER_ALIGNMENT });
 }
 
 #[test]
@@ -873,6 +954,7 @@ fn display_of_real_errors_names_their_offset() {
     let message = err(&w.container(&data)).to_string();
     assert!(message.contains(&format!("byte {}", w.offset("shard"))), "{message}");
     assert!(message.contains("shard is false but the section is present"), "{message}");
-    let message = err(&framed(&[(0, 16, 0), (65, 16, 0)], &[0; 128])).to_string();
-    assert!(message.starts_with("buffer 1:"), "{message}");
+    let rows = [(0, 16, 0), (65, 16, 0)];
+    let message = err(&framed(&rows, &[0; 128])).to_string();
+    assert!(message.starts_with(&format!("byte {}: buffer 1 ", data_start(&rows) + 65)), "{message}");
 }

@@ -231,7 +231,7 @@ pub(crate) fn from_parts<'py>(
     let tensor = OwnedCsf::new(element_type, shape, mode_order, nnz, levels, values).map_err(|e| {
         errors::raise(py, "ValidationError", (e.to_string(), Vec::<u8>::new(), Vec::<u8>::new()))
     })?;
-    csf_validate::validate_view(tensor.view()).map_err(|v| errors::invalid(py, &v))?;
+    csf_validate::validate_view(tensor.view()).map_err(|v| errors::invalid(py, &v, None))?;
     let bytes = tensor.to_bytes().map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(PyArray1::from_vec(py, bytes))
 }

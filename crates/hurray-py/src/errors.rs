@@ -24,17 +24,23 @@ where
     }
 }
 
-/// A framing error.
+/// A framing error, with its byte offset from the start of the input.
 pub(crate) fn decode(py: Python<'_>, e: DecodeError) -> PyErr {
-    raise(py, "FormatError", (e.to_string(),))
+    raise(py, "FormatError", (e.to_string(), e.offset()))
 }
 
-/// One violation as a dict (the Python `Violation` is built from it).
-pub(crate) fn violation_dict<'py>(py: Python<'py>, v: &Violation) -> PyResult<Bound<'py, PyDict>> {
+/// One violation as a dict (the Python `Violation` is built from it), with
+/// its byte offset in the file (`Violation::offset`), when it has one.
+pub(crate) fn violation_dict<'py>(
+    py: Python<'py>,
+    v: &Violation,
+    offset: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("rule", v.rule.id())?;
     d.set_item("clause", v.rule.clause())?;
     d.set_item("message", message(v))?;
+    d.set_item("offset", offset)?;
     d.set_item("level", v.level)?;
     d.set_item("buffer", v.buffer)?;
     d.set_item("index", v.index)?;
@@ -58,11 +64,16 @@ fn message(v: &Violation) -> String {
     full.strip_suffix(&suffix).map_or_else(|| full.clone(), str::to_string)
 }
 
-/// A tensor that breaks a rule: `ValidationError` carrying the violation.
-pub(crate) fn invalid(py: Python<'_>, v: &Violation) -> PyErr {
-    let violations = violation_dict(py, v).and_then(|d| PyList::new(py, [d]));
+/// A tensor that breaks a rule: `ValidationError` carrying the violation
+/// and, for a file, the byte it names (`None` for a tensor built in memory).
+pub(crate) fn invalid(py: Python<'_>, v: &Violation, offset: Option<u64>) -> PyErr {
+    let violations = violation_dict(py, v, offset).and_then(|d| PyList::new(py, [d]));
+    let text = match offset {
+        Some(offset) => format!("byte {offset}: {v}"),
+        None => v.to_string(),
+    };
     match violations {
-        Ok(list) => raise(py, "ValidationError", (v.to_string(), list, PyList::empty(py))),
+        Ok(list) => raise(py, "ValidationError", (text, list, PyList::empty(py))),
         Err(e) => e,
     }
 }
@@ -71,7 +82,10 @@ pub(crate) fn invalid(py: Python<'_>, v: &Violation) -> PyErr {
 pub(crate) fn read(py: Python<'_>, e: csf_validate::Error) -> PyErr {
     match e {
         csf_validate::Error::Decode(e) => decode(py, e),
-        csf_validate::Error::Invalid(v) => invalid(py, &v),
+        csf_validate::Error::Invalid { violation, offset } => invalid(py, &violation, offset),
+        // A kind of error this binding does not know yet: its message, and
+        // the class every error about a tensor shares.
+        other => raise(py, "HurrayError", (other.to_string(),)),
     }
 }
 

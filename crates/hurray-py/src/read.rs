@@ -60,13 +60,14 @@ pub(crate) fn report<'py>(
             d.set_item("rule", "decode")?;
             d.set_item("clause", "docs/format.md § 4-6")?;
             d.set_item("message", e.to_string())?;
+            d.set_item("offset", e.offset())?;
             errors.append(d)?;
             out.set_item("truncated", false)?;
         }
         Ok(container) => {
             let report = py.detach(|| csf_validate::report(&container, mode(strict), max_errors));
             for v in &report.errors {
-                errors.append(errors::violation_dict(py, v)?)?;
+                errors.append(errors::violation_dict(py, v, v.offset(&container))?)?;
             }
             for w in &report.warnings {
                 warnings.append(errors::warning_dict(py, w)?)?;

@@ -174,6 +174,29 @@ def test_validation_error_carries_warnings_and_violations():
     assert isinstance(info.value.warnings, list)
 
 
+def test_errors_name_their_byte_in_the_file():
+    """A violation about an element of a buffer, and a file that does not
+    decode, give the byte from the start of the file."""
+    # crd_2 = [1, 3, 2, 0]: crd_2 is the last buffer, and element 3 its last 8 bytes.
+    path = BY_NAME["sibling-order-leaf"].path
+    byte = path.stat().st_size - 8
+    with pytest.raises(hc.ValidationError) as info:
+        hc.load(path)
+    v = info.value.violations[0]
+    assert (v.rule, v.buffer, v.index, v.offset) == ("sibling-order", 6, 3, byte)
+    assert str(info.value).startswith(f"byte {byte}: sibling coordinates")
+    assert hc.validate(path).errors[0].offset == byte
+    # A rule about a whole buffer names no byte.
+    r = hc.validate(BY_NAME["values-size-f32-short"].path)
+    assert (r.errors[0].rule, r.errors[0].offset) == ("values-size", None)
+    with pytest.raises(hc.FormatError) as info:
+        hc.load(BY_NAME["decode-bad-magic"].path)
+    assert info.value.offset == 0
+    r = hc.validate(BY_NAME["decode-buffer-misaligned"].path)
+    assert r.errors[0].rule == "decode"
+    assert r.errors[0].message.startswith(f"byte {r.errors[0].offset}: buffer ")
+
+
 # -- byte mutations of valid files -------------------------------------------------
 
 SEEDS = [c.path.read_bytes() for c in CASES if c.kind == "valid"]

@@ -11,7 +11,11 @@ from typing import Any, List, NamedTuple, Optional, Sequence
 
 
 class Violation(NamedTuple):
-    """One broken rule: its id, the clause of the spec, where, and what."""
+    """One broken rule: its id, the clause of the spec, where, and what.
+
+    ``offset`` is the byte of the file, from its start, that the violation is
+    about (an element of a buffer, or where a file that does not decode goes
+    wrong), or ``None``."""
 
     rule: str
     clause: str
@@ -21,6 +25,7 @@ class Violation(NamedTuple):
     index: Optional[int] = None
     found: Optional[int] = None
     expected: Optional[int] = None
+    offset: Optional[int] = None
 
     def __str__(self) -> str:
         return f"{self.message} [{self.rule}; {self.clause}]"
@@ -42,7 +47,14 @@ class HurrayError(Exception):
 
 class FormatError(HurrayError):
     """The bytes are not a Hurray container: bad magic, version, descriptor,
-    buffer placement, or a file cut short (docs/format.md §4-6)."""
+    buffer placement, or a file cut short (docs/format.md §4-6).
+
+    ``offset`` is the byte, from the start of the input, where it goes wrong
+    (``None`` only for a buffer that starts past any file)."""
+
+    def __init__(self, message: str, offset: Optional[int] = None):
+        super().__init__(message)
+        self.offset = offset
 
 
 class ValidationError(HurrayError):
