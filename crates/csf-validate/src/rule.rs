@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use hurray_format::limits::RankError;
 use hurray_format::{Container, DeviceTag, ElementType, LayoutTag, QuantScheme};
 
 macro_rules! rules {
@@ -229,10 +230,11 @@ impl fmt::Display for Violation {
                 Err(_) => write!(f, "the layout tag is {found}, not {}", LayoutTag::CSF),
             },
             Rule::ViewRefused => f.write_str("csf-core cannot view the buffers as a CSF tensor"),
-            Rule::RankBelow3 => {
-                write!(f, "rank {found} is below 3 (CSF requires rank >= 3; use COO, CSR or CSC)")
+            // The one wording of the rank check (hurray-format's `RankError`).
+            Rule::RankBelow3 => write!(f, "{}", RankError::TooSmall(usize::try_from(found).unwrap_or(0))),
+            Rule::RankAbove64 => {
+                write!(f, "{}", RankError::TooLarge(usize::try_from(found).unwrap_or(usize::MAX)))
             }
-            Rule::RankAbove64 => write!(f, "rank {found} exceeds the cap of {expected}"),
             Rule::ModeOrderLength => write!(f, "mode_order has {found} entries, rank is {expected}"),
             Rule::ModeOrderNotPermutation => {
                 write!(f, "mode_order is not a permutation of 0..{expected}: value {found}")?;

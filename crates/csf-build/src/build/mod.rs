@@ -55,8 +55,7 @@ pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Res
     let nnz = (values.len() / slots.width.max(1)) as u64;
     let removed = len as u64 - nnz;
     let tensor =
-        OwnedCsf::new(coo.element_type, coo.shape.to_vec(), mode_order, nnz, levels, slots.pack(values))
-            .map_err(|_| BuildError::RankTooLarge { rank })?;
+        OwnedCsf::new(coo.element_type, coo.shape.to_vec(), mode_order, nnz, levels, slots.pack(values))?;
     let tensor = match options.quantize {
         Some(spec) => crate::quantize(tensor, spec)?,
         None => tensor,

@@ -221,3 +221,14 @@ fn dropped_zeros_in_chunked_builds() {
         assert_eq!(values, want.values);
     }
 }
+
+#[test]
+fn a_view_error_keeps_its_cause() {
+    use std::error::Error;
+    let cause = csf_core::ViewError::ModeOrderLength { len: 2, rank: 3 };
+    let error = BuildError::from(cause);
+    assert_eq!(error, BuildError::View(cause));
+    let source = error.source().expect("the view error is the source");
+    assert_eq!(source.to_string(), cause.to_string());
+    assert!(error.to_string().contains("mode_order has 2 entries"), "{error}");
+}

@@ -94,9 +94,8 @@ pub fn concat(parts: &[CsfView<'_>]) -> Result<Built, ConcatError> {
         joiner.push(part)?;
     }
     let joined = joiner.finish()?;
-    let rank = joined.shape.len();
     // The header passed `Joiner::new`'s checks, which are the view's.
-    let tensor = joined.into_tensor().map_err(|_| BuildError::RankTooLarge { rank })?;
+    let tensor = joined.into_tensor().map_err(BuildError::from)?;
     debug_assert!(
         csf_validate::validate_view(tensor.view()).is_ok(),
         "the join broke a storage invariant: {:?}",

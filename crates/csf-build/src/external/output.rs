@@ -4,7 +4,8 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use hurray_format::{BufferEntry, Descriptor, ElementType, Quantization, Statistics};
+use hurray_format::limits::MAX_BUFFERS;
+use hurray_format::{BufferEntry, Descriptor, ElementType, EncodeError, Quantization, Statistics};
 
 use super::spill::{SpillDir, SpillWriter};
 use super::ExternalError;
@@ -24,10 +25,15 @@ pub(super) struct Header<'a> {
 /// The container's descriptor for buffers of `lengths`.
 pub(super) fn descriptor(header: &Header<'_>, lengths: &[u64]) -> Result<Descriptor, ExternalError> {
     let rank = header.shape.len();
+    // `Descriptor::csf` refuses only a shape or mode order of more than 64
+    // entries, and both have `rank`: exactly what the rank check says.
+    crate::check_rank(rank)?;
     let mut descriptor = Descriptor::csf(header.element_type, header.shape, header.order, header.nnz)
         .ok_or(BuildError::RankTooLarge { rank })?;
     for _ in lengths {
-        descriptor.buffers.push(BufferEntry::default()).map_err(|_| BuildError::RankTooLarge { rank })?;
+        // A full table: more buffers than any CSF container has (2 * 64 + 1 and two parameters).
+        let full = EncodeError::BufferCountMismatch { table: MAX_BUFFERS, given: lengths.len() };
+        descriptor.buffers.push(BufferEntry::default()).map_err(|_| ExternalError::Encode(full))?;
     }
     descriptor.statistics = header.statistics;
     descriptor.quantization = header.quantization;
