@@ -159,7 +159,8 @@ impl OwnedCsf {
         let mut d = Descriptor {
             shape: Shape::from_slice(&self.shape).unwrap_or_default(),
             mode_order: ModeOrder::from_slice(&self.mode_order).unwrap_or_default(),
-            ..Descriptor::csf(self.element_type, &[], &[], self.nnz).unwrap_or_else(empty_descriptor)
+            ..Descriptor::csf_unchecked(self.element_type, &[], &[], self.nnz)
+                .unwrap_or_else(empty_descriptor)
         };
         d.quantization = self.quantization.as_ref().map(|q| q.section);
         for _ in 0..self.buffers().len() {

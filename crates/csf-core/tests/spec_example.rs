@@ -227,9 +227,6 @@ fn from_parts_and_from_container_refuse_structural_errors() {
     let mut bad = tree.clone();
     bad.levels[0].1 = vec![0, 1];
     let mut d = hurray_format::Descriptor::csf(f32s, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
-    for _ in 0..7 {
-        d.buffers.push(hurray_format::BufferEntry::default()).unwrap();
-    }
     let mut buffers = bad.buffers();
     buffers[2].pop();
     let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();

@@ -51,7 +51,7 @@ fn option<T>(
 /// Any CSF descriptor within the caps, and its buffers. The table's offsets
 /// and lengths are left arbitrary: the encoder must replace them.
 pub(crate) fn generate(u: &mut Unstructured<'_>) -> Result<(Descriptor, Vec<Vec<u8>>)> {
-    let mut d = Descriptor::csf(element_type(u)?, &[], &[], varint_u64(u)?).expect("empty shape");
+    let mut d = Descriptor::csf_unchecked(element_type(u)?, &[], &[], varint_u64(u)?).expect("empty shape");
     d.shape = list::<u64, MAX_RANK>(u, varint_u64)?;
     d.byte_offset = varint_u64(u)?;
     d.mode_order = list::<u32, MAX_RANK>(u, varint_u32)?;

@@ -277,7 +277,7 @@ impl File {
         levels: &[(Vec<u64>, Vec<u64>)],
         values: Vec<u8>,
     ) -> Self {
-        let desc = Descriptor::csf(ty, shape, mode_order, nnz).expect("rank <= 64");
+        let desc = Descriptor::csf_unchecked(ty, shape, mode_order, nnz).expect("rank <= 64");
         let mut buffers = vec![(values, HOST)];
         for (pos, crd) in levels {
             buffers.push((le(pos), HOST));

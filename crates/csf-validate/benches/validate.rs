@@ -25,7 +25,7 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use csf_testdata::{reference_csf, synthetic, Distribution};
 use csf_validate::{report, validate, validate_permissive, Mode};
-use hurray_format::{BufferEntry, Container, Descriptor, ElementType};
+use hurray_format::{Container, Descriptor, ElementType};
 
 fn nnz() -> usize {
     match std::env::var("HURRAY_BENCH_NNZ") {
@@ -46,10 +46,7 @@ fn tensor_file(nnz: usize) -> Vec<u8> {
         buffers.push(pos.iter().flat_map(|w| w.to_le_bytes()).collect());
         buffers.push(crd.iter().flat_map(|w| w.to_le_bytes()).collect());
     }
-    let mut d = Descriptor::csf(ElementType::F32, &[side; 3], &[0, 1, 2], csf.nnz() as u64).expect("rank 3");
-    for _ in &buffers {
-        d.buffers.push(BufferEntry::default()).expect("7 buffers");
-    }
+    let d = Descriptor::csf(ElementType::F32, &[side; 3], &[0, 1, 2], csf.nnz() as u64).expect("rank 3");
     let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
     let file = hurray_format::encode_to_vec(&d, &slices).expect("encodes");
     let nodes: Vec<usize> = csf.levels.iter().map(|(_, crd)| crd.len()).collect();

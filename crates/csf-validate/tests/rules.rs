@@ -497,7 +497,11 @@ fn rank_64_is_the_cap() {
     let view = validate(&Container::decode(&file).unwrap()).expect("rank 64 is valid");
     assert_eq!(view.rank(), 64);
     // Rank 65 cannot even be described: the descriptor, and the decoder, cap the shape at 64.
-    assert!(hurray_format::Descriptor::csf(ElementType::F32, &[1; 65], &[0; 65], 0).is_none());
+    assert!(hurray_format::Descriptor::csf_unchecked(ElementType::F32, &[1; 65], &[0; 65], 0).is_none());
+    assert_eq!(
+        hurray_format::Descriptor::csf(ElementType::F32, &[1; 65], &[0; 65], 0),
+        Err(hurray_format::CsfHeaderError::Rank(hurray_format::limits::RankError::TooLarge(65)))
+    );
     let mut bytes = Tree::spec_example().encode();
     bytes[0x12] = 65; // the shape's length prefix (docs/format.md § 11.3)
     assert!(matches!(

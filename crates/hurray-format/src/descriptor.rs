@@ -11,7 +11,7 @@ use serde::ser::{SerializeStruct, Serializer};
 use crate::element::ElementType;
 use crate::fixed::FixedVec;
 use crate::layout::LayoutTag;
-use crate::limits::{MAX_BUFFERS, MAX_RANK};
+use crate::limits::{RankError, MAX_BUFFERS, MAX_RANK};
 
 /// The extent of each logical dimension, outermost first.
 pub type Shape = FixedVec<u64, MAX_RANK>;
@@ -244,10 +244,57 @@ pub struct Descriptor {
 }
 
 impl Descriptor {
-    /// A CSF descriptor with no buffers and no optional sections.
+    /// A CSF descriptor ready for the encoder: the header, a buffer table of
+    /// the layout's `2 * rank + 1` rows (values, then `pos_L`, `crd_L`; offsets
+    /// and lengths are the encoder's to fill, devices host), and no optional
+    /// section. Add quantization-parameter rows after setting `quantization`.
     ///
-    /// Returns `None` when `shape` or `mode_order` has more than [`MAX_RANK`] entries.
-    pub fn csf(element_type: ElementType, shape: &[u64], mode_order: &[u32], nnz: u64) -> Option<Self> {
+    /// ```
+    /// use hurray_format::{Descriptor, ElementType};
+    /// let d = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// assert_eq!(d.buffers.len(), 7);
+    /// assert!(Descriptor::csf(ElementType::F32, &[2, 3], &[0, 1], 1).is_err(), "CSF is for rank >= 3");
+    /// # Ok::<(), hurray_format::CsfHeaderError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CsfHeaderError::Rank`] for a rank outside `3..=64`;
+    /// [`CsfHeaderError::ModeOrderLength`] when `mode_order` does not have one
+    /// entry per dimension. (Whether it is a permutation is validation's
+    /// business, as for any decoded file.)
+    pub fn csf(
+        element_type: ElementType,
+        shape: &[u64],
+        mode_order: &[u32],
+        nnz: u64,
+    ) -> Result<Self, CsfHeaderError> {
+        let rank = shape.len();
+        RankError::check(rank).map_err(CsfHeaderError::Rank)?;
+        if mode_order.len() != rank {
+            return Err(CsfHeaderError::ModeOrderLength { len: mode_order.len(), rank });
+        }
+        let mut d = Self::csf_unchecked(element_type, shape, mode_order, nnz)
+            .ok_or(CsfHeaderError::Rank(RankError::TooLarge(rank)))?;
+        for _ in 0..csf::buffer_count(rank) {
+            // 2 * 64 + 1 rows fit the table's MAX_BUFFERS.
+            d.buffers
+                .push(BufferEntry::default())
+                .map_err(|_| CsfHeaderError::Rank(RankError::TooLarge(rank)))?;
+        }
+        Ok(d)
+    }
+
+    /// A CSF header with no checks, an empty buffer table and no optional
+    /// sections: for writers of deliberately malformed files (tests, fuzzers,
+    /// corpora) that fill the table themselves. `None` only when `shape` or
+    /// `mode_order` has more than [`MAX_RANK`] entries, which no descriptor
+    /// holds.
+    pub fn csf_unchecked(
+        element_type: ElementType,
+        shape: &[u64],
+        mode_order: &[u32],
+        nnz: u64,
+    ) -> Option<Self> {
         Some(Self {
             layout: LayoutTag::CSF,
             element_type,
@@ -323,6 +370,41 @@ impl serde::Serialize for Descriptor {
         st.serialize_field("quantization", &self.quantization)?;
         st.serialize_field("shard", &self.shard)?;
         st.end()
+    }
+}
+
+/// Why [`Descriptor::csf`] refused a header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CsfHeaderError {
+    /// The rank is outside `3..=64`.
+    Rank(RankError),
+    /// `mode_order` does not have one entry per dimension.
+    ModeOrderLength {
+        /// Entries in `mode_order`.
+        len: usize,
+        /// The rank.
+        rank: usize,
+    },
+}
+
+impl core::fmt::Display for CsfHeaderError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CsfHeaderError::Rank(e) => write!(f, "{e}"),
+            CsfHeaderError::ModeOrderLength { len, rank } => {
+                write!(f, "mode_order has {len} entries for rank {rank}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for CsfHeaderError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            CsfHeaderError::Rank(e) => Some(e),
+            CsfHeaderError::ModeOrderLength { .. } => None,
+        }
     }
 }
 

@@ -28,8 +28,8 @@ pub use container::{align_up, encode_to_slice, encoded_len, Container, FORMAT_VE
 #[cfg(feature = "std")]
 pub use container::{encode_streamed, encode_to_writer};
 pub use descriptor::{
-    csf, BufferEntry, BufferTable, Descriptor, DeviceTag, Flags, ModeOrder, QuantScheme, Quantization, Shape,
-    ShardDescriptor, Statistics,
+    csf, BufferEntry, BufferTable, CsfHeaderError, Descriptor, DeviceTag, Flags, ModeOrder, QuantScheme,
+    Quantization, Shape, ShardDescriptor, Statistics,
 };
 pub use element::{ElementType, Packing};
 pub use error::{DecodeError, EncodeError};

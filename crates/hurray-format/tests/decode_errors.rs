@@ -502,7 +502,7 @@ fn unknown_quant_scheme() {
 
 /// A descriptor with no buffers and no sections, for list-length tests.
 fn plain(shape: &[u64], mode_order: &[u32]) -> Descriptor {
-    Descriptor::csf(ElementType::U8, shape, mode_order, 0).unwrap()
+    Descriptor::csf_unchecked(ElementType::U8, shape, mode_order, 0).unwrap()
 }
 
 #[test]

@@ -19,7 +19,7 @@
 use hurray_format::le::U64Array;
 use hurray_format::limits::BUFFER_ALIGNMENT;
 use hurray_format::{
-    csf, encode_to_slice, encoded_len, BufferEntry, Container, Descriptor, DeviceTag, ElementType, LayoutTag,
+    csf, encode_to_slice, encoded_len, Container, Descriptor, DeviceTag, ElementType, LayoutTag,
     FORMAT_VERSION, HEADER_LEN, MAGIC,
 };
 
@@ -101,11 +101,7 @@ fn buffers() -> Vec<Vec<u8>> {
 /// The example's descriptor, built by hand; offsets and lengths are left at 0
 /// for the encoder to fill in.
 fn descriptor() -> Descriptor {
-    let mut d = Descriptor::csf(ElementType::F32, &SHAPE, &MODE_ORDER, NNZ).expect("rank 3 fits");
-    for _ in 0..csf::buffer_count(SHAPE.len()) {
-        d.buffers.push(BufferEntry { offset: 0, length: 0, device_tag: DeviceTag::HOST }).expect("7 fit");
-    }
-    d
+    Descriptor::csf(ElementType::F32, &SHAPE, &MODE_ORDER, NNZ).expect("rank 3 fits")
 }
 
 fn encode(descriptor: &Descriptor, buffers: &[&[u8]]) -> Vec<u8> {

@@ -123,7 +123,7 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 
 #[cfg(test)]
 mod tests {
-    use hurray_format::{encode_to_vec, BufferEntry, Descriptor, ElementType};
+    use hurray_format::{encode_to_vec, Descriptor, ElementType};
 
     use super::*;
 
@@ -173,10 +173,7 @@ mod tests {
             u64s(&[1, 3, 0, 2]),
         ];
         let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
-        let mut descriptor = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
-        for _ in 0..csf::buffer_count(3) {
-            descriptor.buffers.push(BufferEntry::default()).unwrap();
-        }
+        let descriptor = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
         let encoded = encode_to_vec(&descriptor, &buffers).unwrap();
         assert_eq!(&EXAMPLE.0[..], &encoded[..]);
     }

@@ -4,8 +4,10 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use hurray_format::limits::MAX_BUFFERS;
-use hurray_format::{BufferEntry, Descriptor, ElementType, EncodeError, Quantization, Statistics};
+use hurray_format::limits::{RankError, MAX_BUFFERS};
+use hurray_format::{
+    BufferEntry, CsfHeaderError, Descriptor, ElementType, EncodeError, Quantization, Statistics,
+};
 
 use super::spill::{SpillDir, SpillWriter};
 use super::ExternalError;
@@ -25,12 +27,15 @@ pub(super) struct Header<'a> {
 /// The container's descriptor for buffers of `lengths`.
 pub(super) fn descriptor(header: &Header<'_>, lengths: &[u64]) -> Result<Descriptor, ExternalError> {
     let rank = header.shape.len();
-    // `Descriptor::csf` refuses only a shape or mode order of more than 64
-    // entries, and both have `rank`: exactly what the rank check says.
-    crate::check_rank(rank)?;
     let mut descriptor = Descriptor::csf(header.element_type, header.shape, header.order, header.nnz)
-        .ok_or(BuildError::RankTooLarge { rank })?;
-    for _ in lengths {
+        .map_err(|e| match e {
+            CsfHeaderError::Rank(RankError::TooSmall(rank)) => BuildError::RankTooSmall { rank },
+            CsfHeaderError::Rank(_) => BuildError::RankTooLarge { rank },
+            // The order was checked a permutation of `0..rank`; kept as what it is all the same.
+            _ => BuildError::BadModeOrder { order: header.order.to_vec(), rank },
+        })?;
+    // The quantization parameters' rows, after the layout's own.
+    for _ in descriptor.buffers.len()..lengths.len() {
         // A full table: more buffers than any CSF container has (2 * 64 + 1 and two parameters).
         let full = EncodeError::BufferCountMismatch { table: MAX_BUFFERS, given: lengths.len() };
         descriptor.buffers.push(BufferEntry::default()).map_err(|_| ExternalError::Encode(full))?;

@@ -108,7 +108,8 @@ impl Tree {
 
     /// The tree as a Hurray container, written by `hurray_format::encode_to_slice`.
     pub fn container_bytes(&self) -> Vec<u8> {
-        let mut d = Descriptor::csf(self.element_type, &self.shape, &self.mode_order, self.nnz).unwrap();
+        let mut d =
+            Descriptor::csf_unchecked(self.element_type, &self.shape, &self.mode_order, self.nnz).unwrap();
         for _ in 0..hurray_format::csf::buffer_count(self.rank()) {
             d.buffers.push(BufferEntry::default()).unwrap();
         }

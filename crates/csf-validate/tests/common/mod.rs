@@ -91,8 +91,8 @@ impl Tree {
 
     /// The descriptor with one host buffer-table row per buffer.
     pub fn descriptor(&self) -> Descriptor {
-        let mut d =
-            Descriptor::csf(self.element_type, &self.shape, &self.mode_order, self.nnz).expect("rank <= 64");
+        let mut d = Descriptor::csf_unchecked(self.element_type, &self.shape, &self.mode_order, self.nnz)
+            .expect("rank <= 64");
         for _ in 0..self.buffers().len() {
             d.buffers.push(BufferEntry::default()).expect("fits");
         }

@@ -267,7 +267,7 @@ pub fn sample() -> (Descriptor, Vec<Vec<u8>>) {
         u64s(&[1, 3, 0, 2]),
         0.5f32.to_le_bytes().to_vec(),
     ];
-    let mut d = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+    let mut d = Descriptor::csf_unchecked(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
     for i in 0..buffers.len() {
         d.buffers.push(BufferEntry { offset: 0, length: 0, device_tag: DeviceTag(i as u8 % 3) }).unwrap();
     }
