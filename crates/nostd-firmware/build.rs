@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
-use csf_build::{build, Coo, Indices, ModeOrder, Options, Quantize};
+use csf_build::{build, Coo, Indices, ModeOrder, Options, Quantize, StatisticsSection};
 use csf_validate::{validate, Mode, Rule};
 use hurray_format::{csf, Container, ElementType};
 
@@ -112,7 +112,7 @@ impl Input {
         let coo = Coo::new(&self.shape, Indices::RowMajor(&indices), &values);
         let options = Options { mode_order, quantize, parallel: false, ..Options::default() };
         let built = build(&coo, &options).expect("the builder takes the fixture");
-        built.to_bytes(true).expect("the fixture encodes")
+        built.to_bytes(StatisticsSection::Include).expect("the fixture encodes")
     }
 
     /// Indices of the shape that hold no entry, `count` of them (or all).

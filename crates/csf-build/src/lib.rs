@@ -205,22 +205,54 @@ pub struct Built {
     pub removed: u64,
 }
 
+/// Whether a written container carries the optional statistics section
+/// (nnz, sparsity ratio, min and max of the values; csf-layout § Interaction
+/// with Statistics Section).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StatisticsSection {
+    /// Write it (what `hurray convert` does by default).
+    #[default]
+    Include,
+    /// Leave it out.
+    Omit,
+}
+
 impl Built {
     /// The statistics section for this tensor: nnz, sparsity ratio, min and max of the values.
     pub fn statistics(&self) -> Statistics {
         statistics(&self.tensor.view())
     }
 
-    /// The container bytes, with the statistics section when `with_statistics`.
+    /// The descriptor to write, with the statistics section or without.
+    fn descriptor(&self, section: StatisticsSection) -> hurray_format::Descriptor {
+        let mut descriptor = self.tensor.descriptor();
+        if section == StatisticsSection::Include {
+            descriptor.statistics = Some(self.statistics());
+        }
+        descriptor
+    }
+
+    /// The container bytes.
     ///
     /// # Errors
     /// As [`hurray_format::encode_to_vec`].
-    pub fn to_bytes(&self, with_statistics: bool) -> Result<Vec<u8>, hurray_format::EncodeError> {
-        let mut descriptor = self.tensor.descriptor();
-        if with_statistics {
-            descriptor.statistics = Some(self.statistics());
-        }
-        self.tensor.encode_with(&descriptor)
+    pub fn to_bytes(&self, section: StatisticsSection) -> Result<Vec<u8>, hurray_format::EncodeError> {
+        self.tensor.encode_with(&self.descriptor(section))
+    }
+
+    /// Streams the container to `writer`, buffer by buffer, without making it
+    /// in memory first, and returns its length in bytes. The bytes are
+    /// [`to_bytes`](Self::to_bytes)'s. (Write to a temporary file and rename it
+    /// into place to never leave half a file.)
+    ///
+    /// # Errors
+    /// As [`hurray_format::encode_to_writer`].
+    pub fn write_to(
+        &self,
+        writer: impl std::io::Write,
+        section: StatisticsSection,
+    ) -> Result<u64, hurray_format::EncodeError> {
+        hurray_format::encode_to_writer(&self.descriptor(section), &self.tensor.buffers(), writer)
     }
 }
 

@@ -10,7 +10,7 @@ use std::convert::Infallible;
 
 use csf_build::{
     build, concat, quantize, ArraySink, BuildError, Built, ConcatError, Coo, Indices, Joiner, ModeOrder,
-    Options, Quantize, VecSink,
+    Options, Quantize, StatisticsSection, VecSink,
 };
 use csf_core::{CsfView, OwnedCsf};
 use csf_testdata::{synthetic, Distribution, Rng};
@@ -113,7 +113,11 @@ fn check(case: &Case, cuts: &[usize]) {
     let views = views(&parts);
     let joined = concat(&views).unwrap();
     assert_eq!(joined.tensor, whole.tensor, "cuts {cuts:?}");
-    assert_eq!(joined.to_bytes(true).unwrap(), whole.to_bytes(true).unwrap(), "cuts {cuts:?}");
+    assert_eq!(
+        joined.to_bytes(StatisticsSection::Include).unwrap(),
+        whole.to_bytes(StatisticsSection::Include).unwrap(),
+        "cuts {cuts:?}"
+    );
     assert!(csf_validate::validate_view(joined.tensor.view()).is_ok());
 
     let view = whole.tensor.view();
@@ -128,7 +132,7 @@ fn check(case: &Case, cuts: &[usize]) {
     assert_eq!(streamed.node_counts, counts);
 
     // Parts as they come from files: decoded, checked only structurally.
-    let files: Vec<Vec<u8>> = parts.iter().map(|p| p.to_bytes(false).unwrap()).collect();
+    let files: Vec<Vec<u8>> = parts.iter().map(|p| p.to_bytes(StatisticsSection::Omit).unwrap()).collect();
     let read: Vec<CsfView<'_>> =
         files.iter().map(|f| csf_validate::read(f, csf_validate::Mode::Permissive).unwrap()).collect();
     assert_eq!(concat(&read).unwrap().tensor, whole.tensor, "cuts {cuts:?}");

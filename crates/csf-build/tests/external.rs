@@ -7,7 +7,7 @@ use std::path::Path;
 
 use csf_build::{
     build, BuildError, Coo, Duplicates, ExternalBuilder, ExternalError, ExternalOptions, Indices, ModeOrder,
-    Options,
+    Options, StatisticsSection,
 };
 use csf_testdata::{synthetic, Distribution, Rng};
 use hurray_format::ElementType;
@@ -25,7 +25,7 @@ fn in_memory(
     options: &Options,
 ) -> Result<Vec<u8>, BuildError> {
     let built = build(&Coo::new(shape, Indices::RowMajor(coords), values), options)?;
-    Ok(built.to_bytes(true).unwrap())
+    Ok(built.to_bytes(StatisticsSection::Include).unwrap())
 }
 
 /// The external file from batches of `batch` entries (with the shape given
@@ -53,7 +53,7 @@ fn external(
             builder.push(Indices::RowMajor(c), bytemuck::cast_slice(v))?;
         }
         let mut out = Vec::new();
-        let report = builder.finish(&mut out, true)?;
+        let report = builder.finish(&mut out, StatisticsSection::Include)?;
         Ok((out, report))
     })();
     assert_empty(dir.path());
@@ -299,7 +299,7 @@ fn an_output_that_fails_at_any_byte_leaves_no_spill_files() {
             ExternalBuilder::new(3, Some(shape.to_vec()), ElementType::F64, Options::default(), limits)
                 .unwrap();
         builder.push(Indices::RowMajor(&coords), bytemuck::cast_slice(&values)).unwrap();
-        let err = builder.finish(FailAfter { limit, written: 0 }, true).unwrap_err();
+        let err = builder.finish(FailAfter { limit, written: 0 }, StatisticsSection::Include).unwrap_err();
         assert!(matches!(&err, ExternalError::Encode(_)), "limit {limit}: {err:?}");
         assert!(err.to_string().contains("injected"), "the cause is kept: {err}");
         assert_empty(dir.path());

@@ -1,7 +1,9 @@
 //! Quantizing while building (docs/format.md § 5.7): error bounds against the
 //! float input, the published tables, and strict validity of the files.
 
-use csf_build::{build, reorder, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize};
+use csf_build::{
+    build, reorder, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize, StatisticsSection,
+};
 use csf_core::scalar;
 use csf_testdata::{synthetic, Distribution, Rng};
 use hurray_format::{Container, ElementType, QuantScheme};
@@ -26,7 +28,7 @@ fn build_quantized(seed: u64, quantize: Quantize) -> (Built, Vec<(Vec<u64>, f64)
     let options = Options { duplicates: Duplicates::Last, quantize: Some(quantize), ..Options::default() };
     let built = build(&coo, &options).unwrap();
     // Every quantized file is strictly valid, and reads back the same after a round trip.
-    let bytes = built.to_bytes(true).unwrap();
+    let bytes = built.to_bytes(StatisticsSection::Include).unwrap();
     let view = csf_validate::validate(&Container::decode(&bytes).unwrap()).unwrap();
     for (index, _) in &exact {
         assert_eq!(view.get_dequantized(index).unwrap(), built.tensor.view().get_dequantized(index).unwrap());
@@ -226,7 +228,7 @@ fn reorder_keeps_every_quantized_value_within_the_schemes_bound() {
             assert_eq!((q1.scheme, view.element_type()), (q0.scheme, before.element_type()), "{spec:?}");
             assert_eq!(q1.zero_points.is_some(), q0.zero_points.is_some(), "{spec:?}");
             // The file is strictly valid, and reads back the same.
-            let bytes = after.to_bytes(true).unwrap();
+            let bytes = after.to_bytes(StatisticsSection::Include).unwrap();
             let read = csf_validate::validate(&Container::decode(&bytes).unwrap()).unwrap();
             let mut seen = 0;
             view.for_each(|index, leaf| {

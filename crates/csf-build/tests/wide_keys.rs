@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use csf_build::{build, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{build, Coo, Duplicates, Indices, ModeOrder, Options, StatisticsSection};
 use csf_testdata::{reference_csf, synthetic, Distribution};
 use hurray_format::ElementType;
 
@@ -54,7 +54,7 @@ fn check(shape: &[u64], entries: usize, skew: f64, seed: u64) {
                     ..Options::default()
                 };
                 let built = build(&input, &options).unwrap();
-                let bytes = built.to_bytes(false).unwrap();
+                let bytes = built.to_bytes(StatisticsSection::Omit).unwrap();
                 let what = format!("{shape:?} order {order:?} {duplicates:?} parallel={parallel}");
                 assert_eq!(levels_of(&built), want.levels, "{what}");
                 let got: Vec<u32> = built

@@ -58,6 +58,14 @@ fn quantize(u: &mut Unstructured<'_>, shape: &[u64]) -> Result<Quantize> {
 }
 
 impl Case {
+    fn statistics_section(&self) -> csf_build::StatisticsSection {
+        if self.with_statistics {
+            csf_build::StatisticsSection::Include
+        } else {
+            csf_build::StatisticsSection::Omit
+        }
+    }
+
     pub(crate) fn generate(u: &mut Unstructured<'_>) -> Result<Self> {
         let rank = u.int_in_range(3..=8usize)?;
         let mut shape = Vec::with_capacity(rank);
@@ -266,7 +274,7 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
     }
     assert_eq!(built.removed, (case.len() - map.len()) as u64, "removed count");
 
-    let bytes = built.to_bytes(case.with_statistics).expect("a built tensor encodes");
+    let bytes = built.to_bytes(case.statistics_section()).expect("a built tensor encodes");
     let container =
         Container::decode(&bytes).unwrap_or_else(|e| panic!("a built tensor does not decode: {e}"));
     let report = csf_validate::report(&container, csf_validate::Mode::Strict, 4);
@@ -296,7 +304,7 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
 /// stays quantized with the same scheme, and where the scheme's groups do not
 /// follow leaf order (per-tensor, per-channel) every value is bit-identical.
 fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mut Unstructured<'_>) {
-    let bytes = built.to_bytes(case.with_statistics).expect("a quantized tensor encodes");
+    let bytes = built.to_bytes(case.statistics_section()).expect("a quantized tensor encodes");
     let container =
         Container::decode(&bytes).unwrap_or_else(|e| panic!("a quantized tensor does not decode: {e}"));
     let report = csf_validate::report(&container, csf_validate::Mode::Strict, 4);
@@ -321,7 +329,7 @@ fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u:
         assert!(!matches!(scheme, Some(QuantScheme::PerTensor | QuantScheme::PerChannel)), "reorder failed");
         return;
     };
-    let bytes = again.to_bytes(case.with_statistics).expect("a re-ordered tensor encodes");
+    let bytes = again.to_bytes(case.statistics_section()).expect("a re-ordered tensor encodes");
     let container = Container::decode(&bytes).expect("a re-ordered tensor decodes");
     let report = csf_validate::report(&container, csf_validate::Mode::Strict, 4);
     assert!(report.errors.is_empty(), "re-ordered quantized tensor is not valid: {report:?}");

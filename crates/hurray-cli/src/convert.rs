@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, StatisticsSection};
 use hurray_format::limits::RankError;
 use hurray_format::ElementType;
 
@@ -136,7 +136,7 @@ fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
     }
 
     let clock = Clock::start();
-    timings.file_bytes = write(&built, &args.output, !args.no_statistics)?;
+    timings.file_bytes = write(&built, &args.output, statistics_section(args))?;
     timings.write = clock.stop();
     if args.timings {
         print_timings(args, &timings, started.elapsed());
@@ -152,6 +152,15 @@ pub fn check_mode_order_rank(args: &ConvertArgs, rank: usize) -> Result<()> {
             format!("--mode-order has {} entries, the tensor has rank {rank}", order.len()),
         )),
         _ => Ok(()),
+    }
+}
+
+/// `--no-statistics`, as the builders take it.
+pub fn statistics_section(args: &ConvertArgs) -> StatisticsSection {
+    if args.no_statistics {
+        StatisticsSection::Omit
+    } else {
+        StatisticsSection::Include
     }
 }
 
@@ -267,18 +276,12 @@ pub fn build_error(path: &Path, error: BuildError) -> Error {
 }
 
 /// Writes the container atomically and returns its size.
-fn write(built: &Built, output: &Path, with_statistics: bool) -> Result<u64> {
-    let mut descriptor = built.tensor.descriptor();
-    if with_statistics {
-        descriptor.statistics = Some(built.statistics());
-    }
+fn write(built: &Built, output: &Path, section: StatisticsSection) -> Result<u64> {
     let mut out = Output::create(Some(output))?;
-    let size = hurray_format::encode_to_writer(&descriptor, &built.tensor.buffers(), &mut out).map_err(
-        |e| match e {
-            hurray_format::EncodeError::Io(io) => Error::io(output, io),
-            other => Error::data(output, other),
-        },
-    )?;
+    let size = built.write_to(&mut out, section).map_err(|e| match e {
+        hurray_format::EncodeError::Io(io) => Error::io(output, io),
+        other => Error::data(output, other),
+    })?;
     out.commit()?;
     Ok(size)
 }

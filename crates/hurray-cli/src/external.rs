@@ -206,7 +206,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let clock = Clock::start();
     let spinner = Progress::spinner(show, "building");
     let mut out = Output::create(Some(&args.output))?;
-    let report = builder.finish(&mut out, !args.no_statistics);
+    let report = builder.finish(&mut out, convert::statistics_section(args));
     spinner.finish();
     let report = report.map_err(|e| match e {
         // The output failed (a full disk, say): name it, not the input.

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use csf_build::{Coo, Duplicates, Indices, ModeOrder, Options, Quantize};
+use csf_build::{Coo, Duplicates, Indices, ModeOrder, Options, Quantize, StatisticsSection};
 use csf_core::{CsfView, OwnedCsf};
 use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -207,7 +207,8 @@ impl Fail {
 type Encoded = (Vec<u8>, Option<(Vec<u32>, u64)>, u64);
 
 fn encode(built: csf_build::Built, statistics: bool) -> Result<Encoded, Fail> {
-    let bytes = built.to_bytes(statistics).map_err(Fail::Encode)?;
+    let section = if statistics { StatisticsSection::Include } else { StatisticsSection::Omit };
+    let bytes = built.to_bytes(section).map_err(Fail::Encode)?;
     Ok((bytes, built.auto.map(|a| (a.mode_order, a.index_bytes)), built.removed))
 }
 

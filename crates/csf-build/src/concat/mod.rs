@@ -67,7 +67,7 @@ const CHUNK: usize = 512;
 ///
 /// # Example
 /// ```
-/// use csf_build::{build, concat, Coo, Indices, Options};
+/// use csf_build::{build, concat, Coo, Indices, Options, StatisticsSection};
 ///
 /// // The spec's example, cut after its third entry: both halves hold (1, 1, *),
 /// // which the join stores as one path.
@@ -83,7 +83,7 @@ const CHUNK: usize = 512;
 /// let views: Vec<_> = parts.iter().map(|p| p.tensor.view()).collect();
 /// let joined = concat(&views).unwrap();
 /// let at_once = part(&whole, &[1.0, 2.0, 3.0, 4.0]);
-/// assert_eq!(joined.to_bytes(true).unwrap(), at_once.to_bytes(true).unwrap());
+/// assert_eq!(joined.to_bytes(StatisticsSection::Include).unwrap(), at_once.to_bytes(StatisticsSection::Include).unwrap());
 /// assert_eq!(joined.tensor.view().get_f64(&[1, 1, 2]), Ok(4.0));
 /// ```
 pub fn concat(parts: &[CsfView<'_>]) -> Result<Built, ConcatError> {

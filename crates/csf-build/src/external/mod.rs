@@ -40,7 +40,9 @@ use crate::build::{check_permutation, entry_count};
 use crate::concat::{ConcatError, Joiner};
 use crate::order::choose;
 use crate::values::Slots;
-use crate::{build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrder, Options, Source};
+use crate::{
+    build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrder, Options, Source, StatisticsSection,
+};
 use output::{FileSinks, Header};
 use partition::{partition_of, quantiles};
 use quantized::Observer;
@@ -153,7 +155,7 @@ const MIN_SPILL_BUFFER: usize = 4096;
 /// writes.
 ///
 /// ```
-/// use csf_build::{ExternalBuilder, ExternalOptions, Indices, Options};
+/// use csf_build::{ExternalBuilder, ExternalOptions, Indices, Options, StatisticsSection};
 /// use hurray_format::ElementType;
 ///
 /// let dir = std::env::temp_dir();
@@ -161,7 +163,7 @@ const MIN_SPILL_BUFFER: usize = 4096;
 /// let mut builder = ExternalBuilder::new(3, Some(vec![4, 4, 4]), ElementType::F32, Options::default(), options)?;
 /// builder.push(Indices::RowMajor(&[0, 1, 2, 3, 3, 3]), bytemuck::cast_slice(&[1.0f32, 2.0]))?;
 /// let mut file = Vec::new();
-/// let report = builder.finish(&mut file, true)?;
+/// let report = builder.finish(&mut file, StatisticsSection::Include)?;
 /// assert_eq!(report.nnz, 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -375,15 +377,18 @@ impl ExternalBuilder {
     }
 
     /// Builds every partition in key order, joins them, and writes the
-    /// container to `out` (with the statistics section when
-    /// `with_statistics`). `out` receives the container only: write it to a
+    /// container to `out` (with the statistics section or without). `out` receives the container only: write it to a
     /// temporary file and rename it into place to never leave half a file.
     ///
     /// # Errors
     /// As [`build`](crate::build()) (entry positions count from the first
     /// entry pushed); [`ExternalError::Io`] naming the path when a spill file
     /// fails; [`ExternalError::Encode`] when writing `out` fails.
-    pub fn finish(mut self, out: impl Write, with_statistics: bool) -> Result<ExternalReport, ExternalError> {
+    pub fn finish(
+        mut self,
+        out: impl Write,
+        section: StatisticsSection,
+    ) -> Result<ExternalReport, ExternalError> {
         let shape = self.shape.clone().unwrap_or_else(|| self.seen.clone());
         let held = std::mem::take(&mut self.pending);
         let order = self.order_for(&held);
@@ -410,7 +415,7 @@ impl ExternalBuilder {
         for (path, bytes) in parts {
             self.build_partition(&path, bytes, &shape, &mut assembly)?;
         }
-        self.write(assembly, &shape, out, with_statistics)
+        self.write(assembly, &shape, out, section)
     }
 
     /// Writes the joined tensor, quantized first when asked.
@@ -419,7 +424,7 @@ impl ExternalBuilder {
         assembly: Assembly,
         shape: &[u64],
         out: impl Write,
-        with_statistics: bool,
+        section: StatisticsSection,
     ) -> Result<ExternalReport, ExternalError> {
         let Assembly { order, joiner, mut report, observer } = assembly;
         let joined = joiner.finish()?;
@@ -456,7 +461,7 @@ impl ExternalBuilder {
         }
         self.bytes_spilled += lengths.iter().sum::<u64>();
         report.bytes_spilled = self.bytes_spilled;
-        if !with_statistics {
+        if section == StatisticsSection::Omit {
             header.statistics = None;
         }
         let descriptor = output::descriptor(&header, &lengths)?;
