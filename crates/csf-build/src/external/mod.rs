@@ -142,7 +142,9 @@ const MAX_PARTITIONS: usize = 256;
 const MIN_SPILL_BUFFER: usize = 4096;
 
 /// Builds a CSF tensor from entries pushed in batches, holding at most about
-/// [`ExternalOptions::memory`] bytes (see the [module docs](self)).
+/// [`ExternalOptions::memory`] bytes: its entries go to spill files of
+/// key-range partitions, each built in memory and joined (the crate docs,
+/// "Larger than memory", say how).
 ///
 /// `ModeOrder::Auto` decides from the entries held before the first spill (a
 /// quarter of the budget), with the guarantee of [`AutoChoice`](crate::AutoChoice)
