@@ -344,3 +344,24 @@ proptest! {
         prop_assert!(got == want, "files differ");
     }
 }
+
+#[test]
+fn build_progress_climbs_to_the_total() {
+    let shape = [30u64, 40, 50];
+    let (coords, values) = unique(&synthetic(&shape, 3000, Distribution::Uniform, 8));
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ExternalOptions { memory: TINY, temp_dir: dir.path().to_owned(), expected_entries: None };
+    let mut builder =
+        ExternalBuilder::new(3, Some(shape.to_vec()), ElementType::F64, Options::default(), limits).unwrap();
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&calls);
+    builder.on_build_progress(move |done, total| seen.lock().unwrap().push((done, total)));
+    builder.push(Indices::RowMajor(&coords), bytemuck::cast_slice(&values)).unwrap();
+    let report = builder.finish(Vec::new(), StatisticsSection::Include).unwrap();
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len() as u64, report.partitions, "one call per partition built");
+    assert!(calls.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 == w[1].1), "{calls:?}");
+    let &(done, total) = calls.last().unwrap();
+    assert_eq!(done, total);
+    assert_eq!(total, report.entries * (8 * 4 + 8), "every spilled record counts once");
+}

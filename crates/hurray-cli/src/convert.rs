@@ -50,12 +50,9 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
     }
 }
 
-/// `convert` with the whole input and tensor in memory.
-pub fn empty_input(args: &ConvertArgs, cx: &Context) -> Result<()> {
-    run_in_memory(args, cx)
-}
-
-fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
+/// `convert` with the whole input and tensor in memory (also what an empty
+/// input takes, from either path).
+pub fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
     let path = args.input.as_path();
     let started = Instant::now();
     let clock = Clock::start();

@@ -80,8 +80,6 @@ struct Blocks {
     buffer: Vec<u8>,
     block: usize,
     eof: bool,
-    /// Lines handed out so far.
-    lines: u64,
     bytes_read: u64,
 }
 
@@ -95,15 +93,8 @@ impl Blocks {
         } else {
             Box::new(file)
         };
-        let blocks = Self {
-            path: path.to_owned(),
-            reader,
-            buffer: Vec::new(),
-            block,
-            eof: false,
-            lines: 0,
-            bytes_read: 0,
-        };
+        let blocks =
+            Self { path: path.to_owned(), reader, buffer: Vec::new(), block, eof: false, bytes_read: 0 };
         Ok((blocks, gzip))
     }
 
@@ -124,9 +115,9 @@ impl Blocks {
         Ok(())
     }
 
-    /// The next run of whole lines (all that is left at the end), and the
-    /// number of lines before it; `None` at the end.
-    fn next(&mut self) -> Result<Option<(Vec<u8>, u64)>> {
+    /// The next run of whole lines (all that is left at the end); `None` at
+    /// the end.
+    fn next(&mut self) -> Result<Option<Vec<u8>>> {
         self.fill()?;
         if self.buffer.is_empty() {
             return Ok(None);
@@ -147,11 +138,7 @@ impl Blocks {
             }
         };
         let rest = self.buffer.split_off(cut);
-        let lines = std::mem::replace(&mut self.buffer, rest);
-        let before = self.lines;
-        self.lines += lines.iter().filter(|&&b| b == b'\n').count() as u64
-            + u64::from(self.eof && self.buffer.is_empty() && lines.last() != Some(&b'\n'));
-        Ok(Some((lines, before)))
+        Ok(Some(std::mem::replace(&mut self.buffer, rest)))
     }
 }
 
@@ -162,8 +149,8 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let input_len = std::fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
     let (mut blocks, gzip) = Blocks::open(path, block_len(budget))?;
     let clock = Clock::start();
-    let Some((first, _)) = blocks.next()? else {
-        return convert::empty_input(args, cx);
+    let Some(first) = blocks.next()? else {
+        return convert::run_in_memory(args, cx);
     };
     let shape = args.shape.as_ref().map(|s| s.0.clone());
     let rank = match (&shape, tns::first_data_line(&first)) {
@@ -189,11 +176,14 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let _spill_guard = cleanup::register(builder.spill_dir());
 
     let bar = Progress::bytes(show && !gzip, input_len, "spilling");
-    let mut block = Some((first, 0u64));
-    let mut entries = 0usize;
-    while let Some((text, lines_before)) = block {
+    let mut block = Some(first);
+    // Lines before the current block: the parser counts each block's (its
+    // error lines are 1-based within the block).
+    let (mut lines, mut entries) = (0u64, 0usize);
+    while let Some(text) = block {
         let parsed = tns::parse::<V>(&text, rank, shape.as_deref(), &|n| bar.inc(n))
-            .map_err(|e| Error::line(path, lines_before + e.line, e.message))?;
+            .map_err(|e| Error::line(path, lines + e.line, e.message))?;
+        lines += parsed.lines;
         entries += parsed.len();
         builder
             .push(Indices::RowMajor(&parsed.coords), &V::to_le_bytes(&parsed.values))
@@ -204,10 +194,14 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let spill = clock.stop();
 
     let clock = Clock::start();
-    let spinner = Progress::spinner(show, "building");
+    let bar = std::sync::Arc::new(Progress::bytes(show, 0, "building"));
+    let shared = std::sync::Arc::clone(&bar);
+    builder.on_build_progress(move |done, total| shared.set(done, total));
     let mut out = Output::create(Some(&args.output))?;
     let report = builder.finish(&mut out, convert::statistics_section(args));
-    spinner.finish();
+    if let Ok(bar) = std::sync::Arc::try_unwrap(bar) {
+        bar.finish();
+    }
     let report = report.map_err(|e| match e {
         // The output failed (a full disk, say): name it, not the input.
         ExternalError::Encode(hurray_format::EncodeError::Io(io)) => Error::io(&args.output, io),
@@ -225,7 +219,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
         );
     }
     if args.timings {
-        print_timings(args, budget, &blocks, entries, spill, build, &report, started);
+        print_timings(args, budget, &blocks, (lines, entries), spill, build, &report, started);
     }
     Ok(())
 }
@@ -245,7 +239,7 @@ fn print_timings(
     args: &ConvertArgs,
     budget: u64,
     blocks: &Blocks,
-    entries: usize,
+    (lines, entries): (u64, usize),
     spill: Phase,
     build: Phase,
     report: &ExternalReport,
@@ -261,7 +255,7 @@ fn print_timings(
     );
     eprintln!(
         "  read+parse+spill {spill}  {} lines, {entries} entries, {} of text",
-        blocks.lines,
+        lines,
         format::bytes(blocks.bytes_read)
     );
     eprintln!(

@@ -73,6 +73,15 @@ impl Progress {
         }
     }
 
+    /// Sets the position and the length (for a phase whose length is known
+    /// only once it has started).
+    pub fn set(&self, position: u64, len: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(len);
+            bar.set_position(position);
+        }
+    }
+
     /// Ends the phase and clears the bar.
     pub fn finish(mut self) {
         self.stop();

@@ -188,6 +188,18 @@ pub struct ExternalBuilder {
     bytes_spilled: u64,
     /// A record being made (kept to reuse its allocation).
     scratch: Vec<u8>,
+    /// Told how far the build pass is (see [`ExternalBuilder::on_build_progress`]).
+    progress: BuildProgress,
+}
+
+/// `on_build_progress`'s callback: `(bytes of entries built, bytes in all)`.
+#[derive(Default)]
+struct BuildProgress(Option<Box<dyn FnMut(u64, u64) + Send>>);
+
+impl std::fmt::Debug for BuildProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "BuildProgress(set)" } else { "BuildProgress(none)" })
+    }
 }
 
 /// Key-range partitions: partition `p` holds the keys in
@@ -254,7 +266,16 @@ impl ExternalBuilder {
             entries: 0,
             bytes_spilled: 0,
             scratch: Vec::new(),
+            progress: BuildProgress::default(),
         })
+    }
+
+    /// Calls `f(done, total)` as [`finish`](Self::finish) builds partitions:
+    /// bytes of spilled entries built so far, of all there are (a progress
+    /// bar for the build pass; the spill pass's progress is the caller's own
+    /// input).
+    pub fn on_build_progress(&mut self, f: impl FnMut(u64, u64) + Send + 'static) {
+        self.progress = BuildProgress(Some(Box::new(f)));
     }
 
     /// The spill directory (removed when the builder is dropped).
@@ -340,10 +361,7 @@ impl ExternalBuilder {
         // quantiles are not exact, and a partition over budget costs a re-split.
         let wanted = (expected + expected / 4).div_ceil(self.fit()).clamp(1, MAX_PARTITIONS as u64) as usize;
         let bounds = quantiles(self.record, &order, &held, wanted);
-        let buffer = self.spill_buffer(bounds.len() + 1);
-        let writers = (0..=bounds.len())
-            .map(|_| SpillWriter::create(self.dir.new_file("entries"), buffer))
-            .collect::<Result<Vec<_>, _>>()?;
+        let writers = self.open_partitions(bounds.len() + 1)?;
         self.order = Some(order);
         self.partitions = Some(Partitions { bounds, writers });
         for record in held.chunks_exact(self.record.bytes()) {
@@ -372,10 +390,12 @@ impl ExternalBuilder {
         (self.limits.memory / (BUILD_BYTES_PER_RECORD_BYTE * self.record.bytes() as u64)).max(1)
     }
 
-    /// Each of `files` spill writers' buffer: together an eighth of the budget.
-    fn spill_buffer(&self, files: usize) -> usize {
-        let share = self.limits.memory / 8 / files.max(1) as u64;
-        usize::try_from(share).unwrap_or(usize::MAX).clamp(MIN_SPILL_BUFFER, 1 << 20)
+    /// A spill file for each of `count` partitions, their buffers together
+    /// an eighth of the budget.
+    fn open_partitions(&mut self, count: usize) -> Result<Vec<SpillWriter>, ExternalError> {
+        let share = self.limits.memory / 8 / count.max(1) as u64;
+        let buffer = usize::try_from(share).unwrap_or(usize::MAX).clamp(MIN_SPILL_BUFFER, 1 << 20);
+        (0..count).map(|_| SpillWriter::create(self.dir.new_file("entries"), buffer)).collect()
     }
 
     /// Builds every partition in key order, joins them, and writes the
@@ -405,7 +425,10 @@ impl ExternalBuilder {
             None => None,
         };
         let sinks = FileSinks::new(&mut self.dir, self.record.rank)?;
+        let total = held.len() as u64 + parts.iter().map(|&(_, bytes)| bytes).sum::<u64>();
         let mut assembly = Assembly {
+            built: 0,
+            total,
             order: order.clone(),
             joiner: Joiner::new(self.element_type, &shape, &order, sinks)?,
             report: ExternalReport { entries: self.entries, mode_order: order, ..ExternalReport::default() },
@@ -428,7 +451,7 @@ impl ExternalBuilder {
         out: impl Write,
         section: StatisticsSection,
     ) -> Result<ExternalReport, ExternalError> {
-        let Assembly { order, joiner, mut report, observer } = assembly;
+        let Assembly { order, joiner, mut report, observer, .. } = assembly;
         let joined = joiner.finish()?;
         report.nnz = joined.statistics.nnz;
         let (mut lengths, mut files) = joined.sink.close()?;
@@ -533,10 +556,7 @@ impl ExternalBuilder {
         if bounds.is_empty() {
             return Ok(None);
         }
-        let buffer = self.spill_buffer(bounds.len() + 1);
-        let mut writers = (0..=bounds.len())
-            .map(|_| SpillWriter::create(self.dir.new_file("entries"), buffer))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut writers = self.open_partitions(bounds.len() + 1)?;
         let mut reader = RecordReader::open(path, self.record)?;
         loop {
             reader.next_block(&mut block, block_records)?;
@@ -557,7 +577,13 @@ impl ExternalBuilder {
     }
 
     /// Builds the records `held` in memory and appends them to the join.
-    fn build_part(&self, held: Vec<u8>, shape: &[u64], assembly: &mut Assembly) -> Result<(), ExternalError> {
+    fn build_part(
+        &mut self,
+        held: Vec<u8>,
+        shape: &[u64],
+        assembly: &mut Assembly,
+    ) -> Result<(), ExternalError> {
+        assembly.built += held.len() as u64;
         let rank = self.record.rank;
         let records = held.len() / self.record.bytes();
         let mut coords = Vec::with_capacity(records * rank);
@@ -593,6 +619,9 @@ impl ExternalBuilder {
             observer.observe(&view, first_leaf)?;
         }
         assembly.joiner.push(&view)?;
+        if let Some(progress) = &mut self.progress.0 {
+            progress(assembly.built, assembly.total);
+        }
         Ok(())
     }
 }
@@ -600,6 +629,9 @@ impl ExternalBuilder {
 /// The build pass's state: the join, what it reports, and the first
 /// quantization pass.
 struct Assembly {
+    /// Bytes of spilled entries built so far, and in all (for progress).
+    built: u64,
+    total: u64,
     order: Vec<u32>,
     joiner: Joiner<FileSinks>,
     report: ExternalReport,

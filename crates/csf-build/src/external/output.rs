@@ -92,6 +92,8 @@ pub(super) fn write_container(
 #[derive(Debug)]
 pub(super) struct FileSinks {
     writers: Vec<SpillWriter>,
+    /// Words on their way to a file as little-endian bytes (reused).
+    bytes: Vec<u8>,
 }
 
 impl FileSinks {
@@ -101,15 +103,13 @@ impl FileSinks {
             writers.push(SpillWriter::create(dir.new_file(&format!("pos{level}")), 1 << 16)?);
             writers.push(SpillWriter::create(dir.new_file(&format!("crd{level}")), 1 << 16)?);
         }
-        Ok(Self { writers })
+        Ok(Self { writers, bytes: Vec::new() })
     }
 
     fn append(&mut self, index: usize, words: &[u64]) -> Result<(), ExternalError> {
-        let mut bytes = Vec::with_capacity(words.len() * 8);
-        for w in words {
-            bytes.extend_from_slice(&w.to_le_bytes());
-        }
-        self.writers.get_mut(index).map_or(Ok(()), |w| w.write(&bytes))
+        self.bytes.clear();
+        self.bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        self.writers.get_mut(index).map_or(Ok(()), |w| w.write(&self.bytes))
     }
 
     /// Closes every file: their lengths and paths, in table order.
