@@ -34,6 +34,15 @@ pub enum LookupError {
         /// The dimension's extent.
         extent: u64,
     },
+    /// A sub-tree prefix ([`CsfView::subtree`]) does not leave a level below
+    /// it: it must have fewer coordinates than the rank.
+    #[error("prefix has {got} coordinates, a sub-tree's prefix has fewer than the rank ({rank})")]
+    PrefixTooLong {
+        /// Coordinates given.
+        got: usize,
+        /// The tensor's rank.
+        rank: usize,
+    },
     /// `mode_order[level]` names no dimension (only on unvalidated data).
     #[error("mode_order[{level}] = {dim} names no dimension")]
     BadModeOrder {
