@@ -77,7 +77,9 @@ impl<'v, 'a> Cursor<'v, 'a> {
     }
 
     /// A cursor before the first non-zero of `scope`, placing level `L`'s
-    /// coordinate at `slots[L]` of the logical index.
+    /// coordinate at `slots[L]` of the logical index. Out of line, to keep
+    /// `CsfView::walk` small (see there).
+    #[inline(never)]
     pub(crate) fn scoped(view: &'v CsfView<'a>, scope: &Scope<'_>, slots: [usize; MAX_RANK]) -> Self {
         let rank = view.rank();
         let top = scope.level;
@@ -268,26 +270,36 @@ impl<'a> CsfView<'a> {
     /// is well formed, as one loop over the leaves). Same bounds as
     /// [`Cursor`], and the same entries, even on data that breaks the storage
     /// invariants.
+    #[inline]
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
         self.walk::<true>(&Scope::whole(self), f);
     }
 
     /// Like [`CsfView::for_each`], with the coordinates in storage order
     /// (`c[L]` for level `L`) instead of the logical index.
+    #[inline]
     pub fn for_each_stored(&self, f: impl FnMut(&[u64], usize)) {
         self.walk::<false>(&Scope::whole(self), f);
     }
 
-    // `walk` is only a hint, but `scan` and `flat` are always inlined into
-    // it: with the whole walk in one function, the compiler keeps a closure's
-    // captured accumulators in registers. With `scan` out of line it loaded
-    // and stored them at every entry (two `&mut` captures that it cannot prove
-    // distinct): 331 against 456 M entries/s on the benchmark's index + sum
-    // loop. Inlining `walk` itself too (`inline(always)`) cost the loop that
-    // ignores the index a factor of three.
+    // `walk` is only a hint, but `scan_opened` and `flat` are always inlined
+    // into it: with the whole walk in one function, the compiler keeps a
+    // closure's captured accumulators in registers. With them out of line it
+    // loaded and stored them at every entry (two `&mut` captures that it
+    // cannot prove distinct): 331 against 456 M entries/s on the benchmark's
+    // index + sum loop. Inlining `walk` itself too (`inline(always)`) cost
+    // the loop that ignores the index a factor of three.
     //
-    // A scope whose top is one of the last two levels needs no cursor: its
-    // node range there is scanned directly.
+    // The same holds one level up: `for_each` must be inlined into its
+    // caller (hence its hint: without it, once `walk` had grown to take a
+    // scope, the index + sum loop fell from 472 to 324 M entries/s), and `f`
+    // must never be passed to a function that is not inlined (an
+    // out-of-line `Fibers::leaves` spilled the sum of the sum-only loop to
+    // the stack at every entry, 5 to 8 % slower). To keep `walk` small, the
+    // flat and nested loops appear once in it (a scope whose top is level
+    // rank-2 scans its node range at the same call site as the nodes the
+    // cursor stops at), and the set-up that does not call `f`
+    // (`Cursor::scoped`, `Scope::range`) is out of line.
     #[inline]
     pub(crate) fn walk<const LOGICAL: bool>(&self, scope: &Scope<'_>, mut f: impl FnMut(&[u64], usize)) {
         let rank = self.rank();
@@ -306,24 +318,35 @@ impl<'a> CsfView<'a> {
             out,
             rank,
         };
-        match scope.level {
-            top if top == last => return fibers.leaves(scope.nodes, &mut f),
-            top if top == mid => return fibers.scan_nodes(scope.nodes, &mut f),
-            top if top > last => return,
-            _ => {}
+        if scope.level >= last {
+            // A sub-tree of leaves alone: its prefix names every level but the last.
+            if scope.level == last {
+                fibers.leaves(scope.nodes, &mut f);
+            }
+            return;
         }
         // Walk the levels above the last two with the cursor: each position
         // it stops at is a node whose children (level rank-2) and their leaf
-        // fibers are then scanned as two flat nested loops.
+        // fibers are then scanned as two flat nested loops. A scope whose top
+        // is level rank-2 scans its own node range there instead, once (its
+        // cursor, over no level, stops nowhere).
         let mut upper_view = *self;
         upper_view.truncate_rank(mid);
         let mut upper = Cursor::scoped(&upper_view, scope, slots);
-        while upper.advance() {
-            let coords = if LOGICAL { upper.index.as_slice() } else { upper.coords.as_slice() };
-            for (dst, src) in fibers.out.iter_mut().zip(coords).take(rank) {
-                *dst = *src;
-            }
-            fibers.scan(upper.leaf(), &mut f);
+        let mut top_nodes = (scope.level == mid).then_some(scope.nodes);
+        loop {
+            let (start, crd) = if let Some((first, end)) = top_nodes.take() {
+                fibers.mid.open_range(first, end)
+            } else if upper.advance() {
+                let coords = if LOGICAL { upper.index.as_slice() } else { upper.coords.as_slice() };
+                for (dst, src) in fibers.out.iter_mut().zip(coords).take(rank) {
+                    *dst = *src;
+                }
+                fibers.mid.open(upper.leaf())
+            } else {
+                break;
+            };
+            fibers.scan_opened(start, crd, &mut f);
         }
     }
 }
@@ -387,24 +410,10 @@ struct Fibers<'a> {
 }
 
 impl Fibers<'_> {
-    /// Visits the children of `parent` (a node of level rank-3) and, for
-    /// each, its leaf fiber. (Always inlined: see `walk`.)
-    #[inline(always)]
-    fn scan(&mut self, parent: usize, f: &mut impl FnMut(&[u64], usize)) {
-        let (start, crd) = self.mid.open(parent);
-        self.scan_opened(start, crd, f);
-    }
-
-    /// Visits the level rank-2 nodes `first..end` and their leaf fibers (the
-    /// walk of a scope whose top is that level).
-    #[inline(always)]
-    fn scan_nodes(&mut self, (first, end): (usize, usize), f: &mut impl FnMut(&[u64], usize)) {
-        let (start, crd) = self.mid.open_range(first, end);
-        self.scan_opened(start, crd, f);
-    }
-
     /// Visits the leaves `first..end` (the walk of a scope whose top is the
-    /// leaf level).
+    /// leaf level). Always inlined, like every function that calls `f`: out
+    /// of line, it took `f`'s captures by address, and the compiler then kept
+    /// a closure's accumulators in memory throughout `walk` (see there).
     #[inline(always)]
     fn leaves(&mut self, (first, end): (usize, usize), f: &mut impl FnMut(&[u64], usize)) {
         let (start, crd) = self.leaf.open_range(first, end);
@@ -417,7 +426,8 @@ impl Fibers<'_> {
     }
 
     /// Visits the level rank-2 nodes from `start` (their coordinates `crd`,
-    /// opened) and, for each, its leaf fiber.
+    /// opened: the children of a node of level rank-3, or a scope's top
+    /// nodes) and, for each, its leaf fiber. (Always inlined: see `walk`.)
     #[inline(always)]
     fn scan_opened(&mut self, start: usize, crd: &[u8], f: &mut impl FnMut(&[u64], usize)) {
         if self.flat(start, crd.len() / 8, f) {
@@ -468,11 +478,15 @@ impl Fibers<'_> {
             return true;
         }
         let (Ok(first), Ok(last)) = (usize::try_from(first), usize::try_from(last)) else { return false };
-        if first < self.leaf.high || last > self.leaf.limit || !strictly_increasing(pos) {
+        if first < self.leaf.high || !strictly_increasing(pos) {
             return false;
         }
-        // Fails when `last` is past the end of `crd_L`.
-        let Some(leaves) = leaves.get(first..last) else { return false };
+        // Fails when `last` is past the end of `crd_L` or of the scope's leaf
+        // range. (The first use of `last`, often a cache miss, comes after the
+        // scan of `pos` so that the two overlap: compared with the limit
+        // before it, the sum-only loop ran 4 % slower.)
+        let within = leaves.get(..self.leaf.limit.min(leaves.len())).unwrap_or(&[]);
+        let Some(leaves) = within.get(first..last) else { return false };
         let mut out = self.out;
         let (mid_slot, leaf_slot) = (self.mid.slot.min(MAX_RANK), self.leaf.slot.min(MAX_RANK));
         let rank = self.rank.min(MAX_RANK);

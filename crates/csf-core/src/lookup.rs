@@ -220,8 +220,9 @@ impl Fiber<'_> {
 
 /// The node of `crd[start..end)` (a clamped slice) holding `q`, if any: the
 /// one search of [`CsfView::find`] and [`Fiber::find`], on the native array
-/// when `crd` can be read as one.
-#[inline]
+/// when `crd` can be read as one. Always inlined: with `#[inline]` alone it
+/// stayed a call in `find`'s loop over the levels.
+#[inline(always)]
 fn search(crd: U64Array<'_>, start: usize, end: usize, q: u64) -> Option<usize> {
     match crd.as_native() {
         Some(native) => Window::new(native, start, end, q).search(native),

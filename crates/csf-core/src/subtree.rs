@@ -50,6 +50,8 @@ impl Scope<'_> {
     }
 
     /// The scope's node range at `level`; empty above the top. `O(level - k)`.
+    /// Out of line, like `Cursor::scoped`, to keep `CsfView::walk` small.
+    #[inline(never)]
     pub(crate) fn range(&self, view: &CsfView<'_>, level: usize) -> (usize, usize) {
         if level < self.level {
             return (0, 0);
@@ -161,6 +163,7 @@ impl<'a> CsfView<'a> {
     ///
     /// # Errors
     /// As [`CsfView::subtree`].
+    #[inline]
     pub fn for_each_under(&self, prefix: &[u64], f: impl FnMut(&[u64], usize)) -> Result<(), LookupError> {
         if let Some(subtree) = self.subtree(prefix)? {
             subtree.for_each(f);
@@ -227,12 +230,14 @@ impl<'v, 'a> Subtree<'v, 'a> {
     /// leaf position, which [`CsfView::value`] turns into the value
     /// (dequantized when the tensor is quantized). The flat loops of
     /// [`CsfView::for_each`].
+    #[inline]
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
         self.view.walk::<true>(&self.scope(), f);
     }
 
     /// Like [`Subtree::for_each`], with the coordinates in storage order
     /// (`c[L]` for level `L`, the prefix first) instead of the logical index.
+    #[inline]
     pub fn for_each_stored(&self, f: impl FnMut(&[u64], usize)) {
         self.view.walk::<false>(&self.scope(), f);
     }
