@@ -22,18 +22,33 @@ use crate::values::Value;
 use crate::view::CsfView;
 
 /// Where a coordinate goes in the logical index: `mode_order[L]`, or a spare
-/// slot past the real ones when `mode_order[L]` names no dimension
-/// (unvalidated data), so that writing it is harmless.
-pub(crate) fn logical_slots(view: &CsfView<'_>) -> [usize; MAX_RANK] {
+/// slot past the real ones ([`SPARE`]) when `mode_order[L]` names no dimension
+/// (unvalidated data), so that writing it is harmless. Bytes, not `usize`s:
+/// a cursor holds these, and its size is stack on a microcontroller (192
+/// bytes fewer on a 32-bit target, which pays for the cursor's `limit`).
+pub(crate) fn logical_slots(view: &CsfView<'_>) -> [u8; MAX_RANK] {
     let rank = view.rank();
-    let mut slots = [MAX_RANK; MAX_RANK];
+    let mut slots = [SPARE; MAX_RANK];
     for (slot, &dim) in slots.iter_mut().zip(view.mode_order()) {
-        let dim = dim as usize;
-        if dim < rank {
-            *slot = dim;
+        if let Ok(dim) = u8::try_from(dim) {
+            if usize::from(dim) < rank {
+                *slot = dim;
+            }
         }
     }
     slots
+}
+
+/// The spare slot of [`logical_slots`], `MAX_RANK`.
+const SPARE: u8 = {
+    assert!(MAX_RANK < u8::MAX as usize);
+    MAX_RANK as u8
+};
+
+/// Slot `level` of `slots` as an index.
+#[inline]
+fn slot_of(slots: &[u8; MAX_RANK], level: usize) -> usize {
+    usize::from(slots.get(level).copied().unwrap_or(SPARE))
 }
 
 /// A depth-first cursor over the non-zeros, in leaf (storage) order: of the
@@ -47,7 +62,7 @@ pub(crate) fn logical_slots(view: &CsfView<'_>) -> [usize; MAX_RANK] {
 #[derive(Clone, Debug)]
 pub struct Cursor<'v, 'a> {
     view: &'v CsfView<'a>,
-    slots: [usize; MAX_RANK],
+    slots: [u8; MAX_RANK],
     /// Current node at each level.
     node: [usize; MAX_RANK],
     /// End of the current slice at each level.
@@ -80,7 +95,7 @@ impl<'v, 'a> Cursor<'v, 'a> {
     /// coordinate at `slots[L]` of the logical index. Out of line, to keep
     /// `CsfView::walk` small (see there).
     #[inline(never)]
-    pub(crate) fn scoped(view: &'v CsfView<'a>, scope: &Scope<'_>, slots: [usize; MAX_RANK]) -> Self {
+    pub(crate) fn scoped(view: &'v CsfView<'a>, scope: &Scope<'_>, slots: [u8; MAX_RANK]) -> Self {
         let rank = view.rank();
         let top = scope.level;
         let mut cursor = Self {
@@ -135,8 +150,7 @@ impl<'v, 'a> Cursor<'v, 'a> {
         if let Some(c) = self.coords.get_mut(level) {
             *c = coord;
         }
-        let slot = self.slots.get(level).copied().unwrap_or(MAX_RANK);
-        if let Some(i) = self.index.get_mut(slot) {
+        if let Some(i) = self.index.get_mut(slot_of(&self.slots, level)) {
             *i = coord;
         }
     }
@@ -299,13 +313,13 @@ impl<'a> CsfView<'a> {
     // flat and nested loops appear once in it (a scope whose top is level
     // rank-2 scans its node range at the same call site as the nodes the
     // cursor stops at), and the set-up that does not call `f`
-    // (`Cursor::scoped`, `Scope::range`) is out of line.
+    // (`Cursor::scoped` and the step of `Scope::range`) is out of line.
     #[inline]
     pub(crate) fn walk<const LOGICAL: bool>(&self, scope: &Scope<'_>, mut f: impl FnMut(&[u64], usize)) {
         let rank = self.rank();
         let (Some(last), Some(mid)) = (rank.checked_sub(1), rank.checked_sub(2)) else { return };
         let slots = logical_slots(self);
-        let slot = |level: usize| if LOGICAL { slots.get(level).copied().unwrap_or(MAX_RANK) } else { level };
+        let slot = |level: usize| if LOGICAL { slot_of(&slots, level) } else { level };
         let mut out = [0; MAX_RANK + 1];
         for (level, &coord) in scope.prefix.iter().enumerate().take(scope.level) {
             if let Some(o) = out.get_mut(slot(level)) {

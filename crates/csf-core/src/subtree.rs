@@ -40,8 +40,10 @@ impl Scope<'_> {
     /// `above` at `level - 1`: the children of those nodes, clamped into
     /// `crd_level`. The whole tensor's lower levels are bounded by their
     /// length only, so that its walk is the one [`CsfView::for_each`] always
-    /// made, whatever `pos` holds; on valid data the two agree.
-    #[inline]
+    /// made, whatever `pos` holds; on valid data the two agree. Out of line:
+    /// `Scope::range` and `Cursor::scoped` both step through it, and a copy
+    /// in each cost 1 KiB of flash on a Cortex-M0.
+    #[inline(never)]
     pub(crate) fn below(&self, view: &CsfView<'_>, level: usize, above: (usize, usize)) -> (usize, usize) {
         if self.level == 0 {
             return (0, view.node_count(level));
@@ -50,7 +52,7 @@ impl Scope<'_> {
     }
 
     /// The scope's node range at `level`; empty above the top. `O(level - k)`.
-    /// Out of line, like `Cursor::scoped`, to keep `CsfView::walk` small.
+    /// Out of line, to keep `CsfView::walk` small (see there).
     #[inline(never)]
     pub(crate) fn range(&self, view: &CsfView<'_>, level: usize) -> (usize, usize) {
         if level < self.level {
