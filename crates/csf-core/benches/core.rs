@@ -202,6 +202,43 @@ fn iteration(c: &mut Criterion<Clock>, data: &Data) {
         })
     });
 
+    // The same entries sub-tree by sub-tree (`subtree` then its `for_each`):
+    // under each level-0 coordinate (2,000 sub-trees of about 5,000 entries),
+    // and under each stored (i, j) (about 4M of 2.5 entries on the uniform
+    // tensor: the per-sub-tree cost, two searches and the walk's set-up).
+    group.bench_function("csf_subtree_i_index_sum", |b| {
+        b.iter(|| {
+            let (mut sum, mut chk) = (0.0f32, 0u64);
+            for i in 0..SHAPE[0] {
+                view.for_each_under(&[i], |i, leaf| {
+                    if let [i0, i1, i2] = *i {
+                        chk = chk.wrapping_add(checksum(i0, i1, i2));
+                    }
+                    sum += typed.get(leaf).unwrap_or(0.0);
+                })
+                .expect("in the shape");
+            }
+            (sum, chk)
+        })
+    });
+    group.bench_function("csf_subtree_ij_index_sum", |b| {
+        b.iter(|| {
+            let (mut sum, mut chk) = (0.0f32, 0u64);
+            for (node, i) in view.fiber(0, 0).iter() {
+                for (_, j) in view.fiber(1, node).iter() {
+                    let subtree = view.subtree(&[i, j]).expect("in the shape").expect("stored");
+                    subtree.for_each(|i, leaf| {
+                        if let [i0, i1, i2] = *i {
+                            chk = chk.wrapping_add(checksum(i0, i1, i2));
+                        }
+                        sum += typed.get(leaf).unwrap_or(0.0);
+                    });
+                }
+            }
+            (sum, chk)
+        })
+    });
+
     // The cursor (the general, resumable API).
     group.bench_function("csf_cursor_sum", |b| {
         b.iter(|| {

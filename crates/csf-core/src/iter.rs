@@ -6,29 +6,54 @@
 //! therefore visited at most once and each visit opens at most one slice: the
 //! work is at most `2 * (n_0 + ... + n_{rank-1}) + 1` steps on *any* input,
 //! including `pos` arrays that go backwards, overlap or point past the end.
+//!
+//! A walk covers a [`Scope`]: the whole tensor, or the sub-tree under a prefix
+//! (`crate::subtree`). A sub-tree's walk starts at its node range of level `k`
+//! and ends when it climbs back there; at each level below, the high-water
+//! mark starts at the first node of the sub-tree's range and slices are also
+//! clamped to end within it, so that the walk never leaves the sub-tree's
+//! nodes and costs at most twice their number, plus one, in steps.
 
 use hurray_format::limits::MAX_RANK;
 
 use crate::lookup::LookupError;
+use crate::subtree::Scope;
 use crate::values::Value;
 use crate::view::CsfView;
 
 /// Where a coordinate goes in the logical index: `mode_order[L]`, or a spare
-/// slot past the real ones when `mode_order[L]` names no dimension
-/// (unvalidated data), so that writing it is harmless.
-fn logical_slots(view: &CsfView<'_>) -> [usize; MAX_RANK] {
+/// slot past the real ones ([`SPARE`]) when `mode_order[L]` names no dimension
+/// (unvalidated data), so that writing it is harmless. Bytes, not `usize`s:
+/// a cursor holds these, and its size is stack on a microcontroller (192
+/// bytes fewer on a 32-bit target, which pays for the cursor's `limit`).
+pub(crate) fn logical_slots(view: &CsfView<'_>) -> [u8; MAX_RANK] {
     let rank = view.rank();
-    let mut slots = [MAX_RANK; MAX_RANK];
+    let mut slots = [SPARE; MAX_RANK];
     for (slot, &dim) in slots.iter_mut().zip(view.mode_order()) {
-        let dim = dim as usize;
-        if dim < rank {
-            *slot = dim;
+        if let Ok(dim) = u8::try_from(dim) {
+            if usize::from(dim) < rank {
+                *slot = dim;
+            }
         }
     }
     slots
 }
 
-/// A depth-first cursor over the non-zeros, in leaf (storage) order.
+/// The spare slot of [`logical_slots`], `MAX_RANK`.
+const SPARE: u8 = {
+    assert!(MAX_RANK < u8::MAX as usize);
+    MAX_RANK as u8
+};
+
+/// Slot `level` of `slots` as an index.
+#[inline]
+fn slot_of(slots: &[u8; MAX_RANK], level: usize) -> usize {
+    usize::from(slots.get(level).copied().unwrap_or(SPARE))
+}
+
+/// A depth-first cursor over the non-zeros, in leaf (storage) order: of the
+/// whole tensor ([`CsfView::cursor`]) or of a sub-tree
+/// ([`Subtree::cursor`](crate::Subtree::cursor)).
 ///
 /// It does not allocate; its state is a few fixed arrays sized by the rank
 /// cap. Call [`Cursor::advance`] until it returns `false`; in between,
@@ -37,17 +62,23 @@ fn logical_slots(view: &CsfView<'_>) -> [usize; MAX_RANK] {
 #[derive(Clone, Debug)]
 pub struct Cursor<'v, 'a> {
     view: &'v CsfView<'a>,
-    slots: [usize; MAX_RANK],
+    slots: [u8; MAX_RANK],
     /// Current node at each level.
     node: [usize; MAX_RANK],
     /// End of the current slice at each level.
     end: [usize; MAX_RANK],
-    /// First node not yet visited at each level.
+    /// First node not yet visited at each level (to begin with, the first
+    /// node of the scope's range there).
     high: [usize; MAX_RANK],
+    /// End of the scope's node range at each level below its top: no slice
+    /// reaches past it.
+    limit: [usize; MAX_RANK],
     /// Storage-order coordinates `c[L]`.
     coords: [u64; MAX_RANK],
     /// Logical index, plus one spare slot for stray `mode_order` entries.
     index: [u64; MAX_RANK + 1],
+    /// The level the walk starts at and ends at: 0, or a sub-tree's prefix length.
+    top: usize,
     level: usize,
     started: bool,
     done: bool,
@@ -57,29 +88,70 @@ pub struct Cursor<'v, 'a> {
 impl<'v, 'a> Cursor<'v, 'a> {
     /// A cursor before the first non-zero of `view`.
     pub fn new(view: &'v CsfView<'a>) -> Self {
-        Self {
+        Self::scoped(view, &Scope::whole(view), logical_slots(view))
+    }
+
+    /// A cursor before the first non-zero of `scope`, placing level `L`'s
+    /// coordinate at `slots[L]` of the logical index. Out of line, to keep
+    /// `CsfView::walk` small (see there).
+    #[inline(never)]
+    pub(crate) fn scoped(view: &'v CsfView<'a>, scope: &Scope<'_>, slots: [u8; MAX_RANK]) -> Self {
+        let rank = view.rank();
+        let top = scope.level;
+        let mut cursor = Self {
             view,
-            slots: logical_slots(view),
+            slots,
             node: [0; MAX_RANK],
             end: [0; MAX_RANK],
             high: [0; MAX_RANK],
+            limit: [0; MAX_RANK],
             coords: [0; MAX_RANK],
             index: [0; MAX_RANK + 1],
-            level: 0,
+            top,
+            level: top,
             started: false,
-            done: view.rank() == 0,
+            done: top >= rank,
             steps: 0,
+        };
+        for (level, &coord) in scope.prefix.iter().enumerate().take(top) {
+            cursor.set(level, coord);
         }
+        let (start, end) = scope.nodes;
+        if let (Some(n), Some(e)) = (cursor.node.get_mut(top), cursor.end.get_mut(top)) {
+            *n = start;
+            *e = end.max(start);
+        }
+        let mut range = scope.nodes;
+        for level in top + 1..rank {
+            range = scope.below(view, level, range);
+            if let (Some(h), Some(l)) = (cursor.high.get_mut(level), cursor.limit.get_mut(level)) {
+                *h = range.0;
+                *l = range.1;
+            }
+        }
+        cursor
     }
 
     /// Opens the child slice of `parent` at `level`, clamped (see the module docs).
     fn open(&mut self, level: usize, parent: usize) {
         let (start, end) = self.view.level(level).map_or((0, 0), |l| l.children(parent));
-        let high = self.high.get(level).copied().unwrap_or(0);
-        let start = start.max(high);
+        let start = start.max(self.high.get(level).copied().unwrap_or(0));
+        let end = end.min(self.limit.get(level).copied().unwrap_or(0));
         if let (Some(n), Some(e)) = (self.node.get_mut(level), self.end.get_mut(level)) {
             *n = start;
             *e = end.max(start);
+        }
+    }
+
+    /// Records `coord` as level `level`'s coordinate, in storage order and in
+    /// the logical index.
+    #[inline]
+    fn set(&mut self, level: usize, coord: u64) {
+        if let Some(c) = self.coords.get_mut(level) {
+            *c = coord;
+        }
+        if let Some(i) = self.index.get_mut(slot_of(&self.slots, level)) {
+            *i = coord;
         }
     }
 
@@ -95,9 +167,9 @@ impl<'v, 'a> Cursor<'v, 'a> {
                 *n += 1;
             }
         } else {
+            // The top slice was opened by `scoped`.
             self.started = true;
-            self.level = 0;
-            self.open(0, 0);
+            self.level = self.top;
         }
         loop {
             self.steps += 1;
@@ -109,13 +181,7 @@ impl<'v, 'a> Cursor<'v, 'a> {
             };
             if node < end {
                 let coord = self.view.level(level).and_then(|l| l.crd.get(node)).unwrap_or(0);
-                if let Some(c) = self.coords.get_mut(level) {
-                    *c = coord;
-                }
-                let slot = self.slots.get(level).copied().unwrap_or(MAX_RANK);
-                if let Some(i) = self.index.get_mut(slot) {
-                    *i = coord;
-                }
+                self.set(level, coord);
                 if let Some(h) = self.high.get_mut(level) {
                     *h = node + 1;
                 }
@@ -124,7 +190,7 @@ impl<'v, 'a> Cursor<'v, 'a> {
                 }
                 self.level = level + 1;
                 self.open(level + 1, node);
-            } else if level == 0 {
+            } else if level <= self.top {
                 self.done = true;
                 return false;
             } else {
@@ -174,7 +240,7 @@ impl<'v, 'a> Cursor<'v, 'a> {
 /// An iterator over `(logical index, value)` for a tensor of rank `R`.
 #[derive(Clone, Debug)]
 pub struct Entries<'v, 'a, const R: usize> {
-    cursor: Cursor<'v, 'a>,
+    pub(crate) cursor: Cursor<'v, 'a>,
 }
 
 impl<const R: usize> Iterator for Entries<'_, '_, R> {
@@ -218,52 +284,83 @@ impl<'a> CsfView<'a> {
     /// is well formed, as one loop over the leaves). Same bounds as
     /// [`Cursor`], and the same entries, even on data that breaks the storage
     /// invariants.
+    #[inline]
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
-        self.walk::<true>(f);
+        self.walk::<true>(&Scope::whole(self), f);
     }
 
     /// Like [`CsfView::for_each`], with the coordinates in storage order
     /// (`c[L]` for level `L`) instead of the logical index.
+    #[inline]
     pub fn for_each_stored(&self, f: impl FnMut(&[u64], usize)) {
-        self.walk::<false>(f);
+        self.walk::<false>(&Scope::whole(self), f);
     }
 
-    // `walk` is only a hint, but `scan` and `flat` are always inlined into
-    // it: with the whole walk in one function, the compiler keeps a closure's
-    // captured accumulators in registers. With `scan` out of line it loaded
-    // and stored them at every entry (two `&mut` captures that it cannot prove
-    // distinct): 331 against 456 M entries/s on the benchmark's index + sum
-    // loop. Inlining `walk` itself too (`inline(always)`) cost the loop that
-    // ignores the index a factor of three.
+    // `walk` is only a hint, but `scan_opened` and `flat` are always inlined
+    // into it: with the whole walk in one function, the compiler keeps a
+    // closure's captured accumulators in registers. With them out of line it
+    // loaded and stored them at every entry (two `&mut` captures that it
+    // cannot prove distinct): 331 against 456 M entries/s on the benchmark's
+    // index + sum loop. Inlining `walk` itself too (`inline(always)`) cost
+    // the loop that ignores the index a factor of three.
+    //
+    // The same holds one level up: `for_each` must be inlined into its
+    // caller (hence its hint: without it, once `walk` had grown to take a
+    // scope, the index + sum loop fell from 472 to 324 M entries/s), and `f`
+    // must never be passed to a function that is not inlined (an
+    // out-of-line `Fibers::leaves` spilled the sum of the sum-only loop to
+    // the stack at every entry, 5 to 8 % slower). To keep `walk` small, the
+    // flat and nested loops appear once in it (a scope whose top is level
+    // rank-2 scans its node range at the same call site as the nodes the
+    // cursor stops at), and the set-up that does not call `f`
+    // (`Cursor::scoped` and the step of `Scope::range`) is out of line.
     #[inline]
-    fn walk<const LOGICAL: bool>(&self, mut f: impl FnMut(&[u64], usize)) {
+    pub(crate) fn walk<const LOGICAL: bool>(&self, scope: &Scope<'_>, mut f: impl FnMut(&[u64], usize)) {
         let rank = self.rank();
         let (Some(last), Some(mid)) = (rank.checked_sub(1), rank.checked_sub(2)) else { return };
         let slots = logical_slots(self);
-        let slot = |level: usize| if LOGICAL { slots.get(level).copied().unwrap_or(MAX_RANK) } else { level };
+        let slot = |level: usize| if LOGICAL { slot_of(&slots, level) } else { level };
+        let mut out = [0; MAX_RANK + 1];
+        for (level, &coord) in scope.prefix.iter().enumerate().take(scope.level) {
+            if let Some(o) = out.get_mut(slot(level)) {
+                *o = coord;
+            }
+        }
         let mut fibers = Fibers {
-            mid: Fiberwise::new(self.level(mid).unwrap_or_default(), slot(mid)),
-            leaf: Fiberwise::new(self.level(last).unwrap_or_default(), slot(last)),
-            out: [0; MAX_RANK + 1],
+            mid: Fiberwise::new(self.level(mid).unwrap_or_default(), slot(mid), scope.range(self, mid)),
+            leaf: Fiberwise::new(self.level(last).unwrap_or_default(), slot(last), scope.range(self, last)),
+            out,
             rank,
         };
-        if mid == 0 {
-            fibers.scan(0, &mut f);
+        if scope.level >= last {
+            // A sub-tree of leaves alone: its prefix names every level but the last.
+            if scope.level == last {
+                fibers.leaves(scope.nodes, &mut f);
+            }
             return;
         }
         // Walk the levels above the last two with the cursor: each position
         // it stops at is a node whose children (level rank-2) and their leaf
-        // fibers are then scanned as two flat nested loops.
+        // fibers are then scanned as two flat nested loops. A scope whose top
+        // is level rank-2 scans its own node range there instead, once (its
+        // cursor, over no level, stops nowhere).
         let mut upper_view = *self;
         upper_view.truncate_rank(mid);
-        let mut upper = Cursor::new(&upper_view);
-        upper.slots = slots;
-        while upper.advance() {
-            let coords = if LOGICAL { upper.index.as_slice() } else { upper.coords.as_slice() };
-            for (dst, src) in fibers.out.iter_mut().zip(coords).take(rank) {
-                *dst = *src;
-            }
-            fibers.scan(upper.leaf(), &mut f);
+        let mut upper = Cursor::scoped(&upper_view, scope, slots);
+        let mut top_nodes = (scope.level == mid).then_some(scope.nodes);
+        loop {
+            let (start, crd) = if let Some((first, end)) = top_nodes.take() {
+                fibers.mid.open_range(first, end)
+            } else if upper.advance() {
+                let coords = if LOGICAL { upper.index.as_slice() } else { upper.coords.as_slice() };
+                for (dst, src) in fibers.out.iter_mut().zip(coords).take(rank) {
+                    *dst = *src;
+                }
+                fibers.mid.open(upper.leaf())
+            } else {
+                break;
+            };
+            fibers.scan_opened(start, crd, &mut f);
         }
     }
 }
@@ -278,21 +375,31 @@ struct Fiberwise<'a> {
     slot: usize,
     /// First node not yet visited (the same clamp as the cursor's).
     high: usize,
+    /// End of the scope's node range at this level (the cursor's `limit`).
+    limit: usize,
 }
 
 impl<'a> Fiberwise<'a> {
-    fn new(level: crate::view::Level<'a>, slot: usize) -> Self {
-        Self { level, crd: level.crd.as_bytes(), slot, high: 0 }
+    /// The level, with the scope's node range `(high, limit)` there.
+    fn new(level: crate::view::Level<'a>, slot: usize, (high, limit): (usize, usize)) -> Self {
+        Self { level, crd: level.crd.as_bytes(), slot, high, limit }
     }
 
-    /// The children of `parent`, clamped exactly as [`Cursor::open`] clamps
-    /// them, with the high-water mark moved past them as visiting them moves
-    /// the cursor's (an empty slice leaves it alone): the first child's node
-    /// index and the children's coordinates as little-endian bytes.
+    /// The children of `parent`: see [`Fiberwise::open_range`].
     #[inline]
     fn open(&mut self, parent: usize) -> (usize, &'a [u8]) {
         let (start, end) = self.level.children(parent);
+        self.open_range(start, end)
+    }
+
+    /// The nodes `start..end`, clamped exactly as [`Cursor::open`] clamps a
+    /// slice, with the high-water mark moved past them as visiting them moves
+    /// the cursor's (an empty slice leaves it alone): the first node's index
+    /// and the nodes' coordinates as little-endian bytes.
+    #[inline]
+    fn open_range(&mut self, start: usize, end: usize) -> (usize, &'a [u8]) {
         let start = start.max(self.high);
+        let end = end.min(self.limit);
         if start < end {
             self.high = end;
         }
@@ -317,11 +424,26 @@ struct Fibers<'a> {
 }
 
 impl Fibers<'_> {
-    /// Visits the children of `parent` (a node of level rank-3, or the root
-    /// at rank 2) and, for each, its leaf fiber. (Always inlined: see `walk`.)
+    /// Visits the leaves `first..end` (the walk of a scope whose top is the
+    /// leaf level). Always inlined, like every function that calls `f`: out
+    /// of line, it took `f`'s captures by address, and the compiler then kept
+    /// a closure's accumulators in memory throughout `walk` (see there).
     #[inline(always)]
-    fn scan(&mut self, parent: usize, f: &mut impl FnMut(&[u64], usize)) {
-        let (start, crd) = self.mid.open(parent);
+    fn leaves(&mut self, (first, end): (usize, usize), f: &mut impl FnMut(&[u64], usize)) {
+        let (start, crd) = self.leaf.open_range(first, end);
+        for (j, c) in coords(crd).enumerate() {
+            if let Some(slot) = self.out.get_mut(self.leaf.slot) {
+                *slot = c;
+            }
+            f(self.out.get(..self.rank).unwrap_or(&[]), start + j);
+        }
+    }
+
+    /// Visits the level rank-2 nodes from `start` (their coordinates `crd`,
+    /// opened: the children of a node of level rank-3, or a scope's top
+    /// nodes) and, for each, its leaf fiber. (Always inlined: see `walk`.)
+    #[inline(always)]
+    fn scan_opened(&mut self, start: usize, crd: &[u8], f: &mut impl FnMut(&[u64], usize)) {
         if self.flat(start, crd.len() / 8, f) {
             return;
         }
@@ -339,18 +461,19 @@ impl Fibers<'_> {
         }
     }
 
-    /// The fast path of [`Fibers::scan`] for the mid nodes `start..start + count`
-    /// (their slice, already opened): `false`, having done nothing, unless the
-    /// arrays are native and the leaf level's `pos_L[start..=start + count]`
-    /// is strictly increasing, starts at or past the leaf high-water mark and
-    /// ends within `crd_L`. Then every clamp of the nested loops is a no-op
-    /// and every leaf fiber is non-empty, so the leaves `pos_L[start]..
-    /// pos_L[start + count]` are visited in one flat loop that moves to the
-    /// next mid node at each fiber boundary, without a branch: the same
-    /// entries in the same order, without the nested loops' mispredicted exit
-    /// per fiber (leaf fibers hold 2.7 entries on average in the uniform
-    /// benchmark tensor, so that exit dominated: 240 against 440 M entries/s
-    /// there, with the inlining described at `walk`).
+    /// The fast path of [`Fibers::scan_opened`] for the mid nodes
+    /// `start..start + count` (their slice, already opened): `false`, having
+    /// done nothing, unless the arrays are native and the leaf level's
+    /// `pos_L[start..=start + count]` is strictly increasing, starts at or
+    /// past the leaf high-water mark and ends within `crd_L` and the scope's
+    /// leaf range. Then every clamp of the nested loops is a no-op and every
+    /// leaf fiber is non-empty, so the leaves `pos_L[start]..pos_L[start +
+    /// count]` are visited in one flat loop that moves to the next mid node
+    /// at each fiber boundary, without a branch: the same entries in the same
+    /// order, without the nested loops' mispredicted exit per fiber (leaf
+    /// fibers hold 2.7 entries on average in the uniform benchmark tensor, so
+    /// that exit dominated: 240 against 440 M entries/s there, with the
+    /// inlining described at `walk`).
     #[inline(always)]
     fn flat(&mut self, start: usize, count: usize, f: &mut impl FnMut(&[u64], usize)) -> bool {
         let (Some(pos), Some(leaves), Some(mids)) = (
@@ -372,8 +495,12 @@ impl Fibers<'_> {
         if first < self.leaf.high || !strictly_increasing(pos) {
             return false;
         }
-        // Fails when `last` is past the end of `crd_L`.
-        let Some(leaves) = leaves.get(first..last) else { return false };
+        // Fails when `last` is past the end of `crd_L` or of the scope's leaf
+        // range. (The first use of `last`, often a cache miss, comes after the
+        // scan of `pos` so that the two overlap: compared with the limit
+        // before it, the sum-only loop ran 4 % slower.)
+        let within = leaves.get(..self.leaf.limit.min(leaves.len())).unwrap_or(&[]);
+        let Some(leaves) = within.get(first..last) else { return false };
         let mut out = self.out;
         let (mid_slot, leaf_slot) = (self.mid.slot.min(MAX_RANK), self.leaf.slot.min(MAX_RANK));
         let rank = self.rank.min(MAX_RANK);
@@ -434,7 +561,8 @@ mod tests {
     }
 
     /// `for_each` on native arrays (which may take the flat path) against
-    /// `for_each` on a misaligned copy (never flat) and the cursor.
+    /// `for_each` on a misaligned copy (never flat) and the cursor; and the
+    /// same of the sub-trees under the prefixes of what the walk yields.
     fn check(arrays: &Arrays) -> Seen {
         let view = arrays.view();
         let bytes = arrays.misaligned();
@@ -444,7 +572,46 @@ mod tests {
             assert_eq!(seen, for_each(&unaligned, logical), "flat and nested paths differ");
             assert_eq!(seen, cursor(&view, logical), "for_each and cursor differ");
         }
+        // A sample of the entries (every prefix of every entry made the
+        // damaged-tree proptest twenty times slower).
+        for (coords, _) in for_each(&view, false).iter().step_by(17) {
+            for k in 0..coords.len() {
+                check_subtree(&view, &unaligned, &coords[..k]);
+            }
+        }
         for_each(&view, true)
+    }
+
+    /// [`check`] for the sub-tree under `prefix`, when it is present.
+    fn check_subtree(view: &CsfView<'_>, unaligned: &CsfView<'_>, prefix: &[u64]) {
+        let (Ok(Some(native)), Ok(Some(other))) = (view.subtree(prefix), unaligned.subtree(prefix)) else {
+            assert_eq!(
+                view.subtree(prefix).map(|s| s.is_some()),
+                unaligned.subtree(prefix).map(|s| s.is_some())
+            );
+            return;
+        };
+        for logical in [false, true] {
+            let mut seen = Vec::new();
+            let mut other_seen = Vec::new();
+            let push = |seen: &mut Seen, index: &[u64], leaf| seen.push((index.to_vec(), leaf));
+            if logical {
+                native.for_each(|i, l| push(&mut seen, i, l));
+                other.for_each(|i, l| push(&mut other_seen, i, l));
+            } else {
+                native.for_each_stored(|i, l| push(&mut seen, i, l));
+                other.for_each_stored(|i, l| push(&mut other_seen, i, l));
+            }
+            assert_eq!(seen, other_seen, "flat and nested paths differ under {prefix:?}");
+            let mut by_cursor = Vec::new();
+            let mut cursor = native.cursor();
+            while cursor.advance() {
+                by_cursor
+                    .push(((if logical { cursor.index() } else { cursor.coords() }).to_vec(), cursor.leaf()));
+            }
+            assert_eq!(seen, by_cursor, "for_each and cursor differ under {prefix:?}");
+            assert!(seen.iter().all(|(_, leaf)| native.leaf_range().contains(leaf)));
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod lookup;
 mod owned;
 mod quant;
 pub mod scalar;
+mod subtree;
 mod values;
 mod view;
 
@@ -25,5 +26,6 @@ pub use lookup::LookupError;
 #[cfg(feature = "alloc")]
 pub use owned::{Coo, CooOrder, DenseError, OwnedCsf, OwnedQuantization};
 pub use quant::Quantized;
+pub use subtree::Subtree;
 pub use values::{Element, Typed, Value, Values};
 pub use view::{CsfView, Fiber, Level, ViewError};

@@ -10,7 +10,7 @@
 use hurray_format::le::U64Array;
 
 use crate::values::Value;
-use crate::view::CsfView;
+use crate::view::{CsfView, Fiber};
 
 /// Why a query index cannot be looked up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +33,15 @@ pub enum LookupError {
         coord: u64,
         /// The dimension's extent.
         extent: u64,
+    },
+    /// A sub-tree prefix ([`CsfView::subtree`]) does not leave a level below
+    /// it: it must have fewer coordinates than the rank.
+    #[error("prefix has {got} coordinates, a sub-tree's prefix has fewer than the rank ({rank})")]
+    PrefixTooLong {
+        /// Coordinates given.
+        got: usize,
+        /// The tensor's rank.
+        rank: usize,
     },
     /// `mode_order[level]` names no dimension (only on unvalidated data).
     #[error("mode_order[{level}] = {dim} names no dimension")]
@@ -71,11 +80,7 @@ impl CsfView<'_> {
             let q = *index.get(dim as usize).ok_or(LookupError::BadModeOrder { level, dim })?;
             // Step 3: search the parent's slice of crd_L.
             let (start, end) = lvl.children(parent);
-            let found = match lvl.crd.as_native() {
-                Some(crd) => Window::new(crd, start, end, q).search(crd),
-                None => Window::new(lvl.crd, start, end, q).search(lvl.crd),
-            };
-            match found {
+            match search(lvl.crd, start, end, q) {
                 Some(node) => parent = node,
                 None => return Ok(None),
             }
@@ -193,6 +198,35 @@ impl CsfView<'_> {
     /// As [`CsfView::find`].
     pub fn get_f64(&self, index: &[u64]) -> Result<f64, LookupError> {
         Ok(self.get(index)?.map_or(0.0, Value::to_f64))
+    }
+}
+
+impl Fiber<'_> {
+    /// The node index (into `crd_L`, as [`Fiber::iter`] numbers the children)
+    /// of the child whose coordinate is `coord`, or `None` when no child has
+    /// it: the search of the spec's lookup (step 3), narrowed by the fiber's
+    /// end values when it is long, then bisected; `O(log n)`.
+    ///
+    /// Total on unvalidated data: it never panics, never reads outside the
+    /// fiber and makes at most `2 + ceil(log2 n) + 1` probes. Bisection
+    /// assumes the coordinates strictly increase (invariant 4); on a fiber
+    /// where they do not, the answer may be wrong: a coordinate that is
+    /// present may be missed, and among duplicates any one may be found. A
+    /// node found always holds `coord`.
+    pub fn find(&self, coord: u64) -> Option<usize> {
+        search(self.crd, 0, self.crd.len(), coord).map(|i| self.start + i)
+    }
+}
+
+/// The node of `crd[start..end)` (a clamped slice) holding `q`, if any: the
+/// one search of [`CsfView::find`] and [`Fiber::find`], on the native array
+/// when `crd` can be read as one. Always inlined: with `#[inline]` alone it
+/// stayed a call in `find`'s loop over the levels.
+#[inline(always)]
+fn search(crd: U64Array<'_>, start: usize, end: usize, q: u64) -> Option<usize> {
+    match crd.as_native() {
+        Some(native) => Window::new(native, start, end, q).search(native),
+        None => Window::new(crd, start, end, q).search(crd),
     }
 }
 
@@ -629,6 +663,44 @@ mod tests {
         }
     }
 
+    /// `Fiber::find` on every fiber of `view` against a linear scan of it:
+    /// each child's coordinate finds that child, every other coordinate
+    /// below `probe_to` (and `u64::MAX`) finds nothing.
+    fn check_fiber_find(view: &CsfView<'_>, probe_to: u64) {
+        for level in 0..view.rank() {
+            let parents = if level == 0 { 1 } else { view.node_count(level - 1) };
+            for parent in 0..parents {
+                let fiber = view.fiber(level, parent);
+                let children: Vec<(usize, u64)> = fiber.iter().collect();
+                for &(node, c) in &children {
+                    assert_eq!(fiber.find(c), Some(node), "level {level} parent {parent} coordinate {c}");
+                }
+                for q in (0..probe_to).chain([u64::MAX]) {
+                    if children.iter().all(|&(_, c)| c != q) {
+                        assert_eq!(fiber.find(q), None);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fiber_find_on_valid_trees() {
+        let arrays = Arrays::spec_example();
+        let view = arrays.view();
+        check_fiber_find(&view, 5);
+        assert_eq!(view.fiber(2, 2).find(2), Some(3)); // the last step of the spec's trace
+        assert_eq!(view.fiber(2, 2).find(1), None);
+        assert_eq!(view.fiber(3, 0).find(0), None); // past the leaf level: an empty fiber
+                                                    // Long fibers (bounded by their end values before bisection), native and not.
+        let arrays = Arrays::synthetic(&[3, 40, 90], &[0, 1, 2], 5000, None, 4);
+        let bytes = arrays.misaligned();
+        for view in [arrays.view(), arrays.view_of(&bytes)] {
+            assert!(view.fiber(2, 7).len() > BOUND_ABOVE);
+            check_fiber_find(&view, 95);
+        }
+    }
+
     /// A `u64` that is small most of the time and sometimes extreme.
     fn wild() -> impl Strategy<Value = u64> {
         prop_oneof![8 => 0..24u64, 1 => Just(u64::MAX), 1 => Just(1u64 << 63), 1 => any::<u64>()]
@@ -666,7 +738,23 @@ mod tests {
                 .collect();
             let out = many(&view, &queries);
             let bytes = arrays.misaligned();
-            prop_assert_eq!(many(&arrays.view_of(&bytes), &queries), out.clone());
+            let unaligned = arrays.view_of(&bytes);
+            prop_assert_eq!(many(&unaligned, &queries), out.clone());
+            // Fiber::find: a hit holds the coordinate, whatever the fiber
+            // holds, and aligned and unaligned copies agree.
+            for level in 0..=rank {
+                for parent in [0, 1, 2, 5, usize::MAX] {
+                    let (fiber, other) = (view.fiber(level, parent), unaligned.fiber(level, parent));
+                    for q in (0..24).chain([u64::MAX, 1 << 63]) {
+                        let found = fiber.find(q);
+                        prop_assert_eq!(found, other.find(q));
+                        if let Some(node) = found {
+                            prop_assert!(node >= fiber.start && node < fiber.start + fiber.len());
+                            prop_assert_eq!(view.level(level).unwrap().crd.get(node), Some(q));
+                        }
+                    }
+                }
+            }
             // A hit is a leaf holding the query's leaf-level coordinate.
             let leaf_dim = arrays.order[rank - 1] as usize;
             for (query, r) in queries.chunks(rank).zip(&out) {

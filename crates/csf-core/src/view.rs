@@ -27,10 +27,21 @@ impl<'a> Level<'a> {
     /// breaks the storage invariants this is what keeps every accessor in bounds.
     #[inline]
     pub fn children(&self, parent: usize) -> (usize, usize) {
+        parent.checked_add(1).map_or((0, 0), |next| self.children_of_range(parent, next))
+    }
+
+    /// The node range `[pos_L[first], pos_L[end])` of the children of the
+    /// parents `first..end` of the level above, clamped as [`Level::children`]
+    /// clamps (`start <= end <= n_L`). On valid data (`pos_L` non-decreasing,
+    /// invariant 2) these are exactly the children of those parents, in one
+    /// contiguous run: the nodes of a sub-tree at each level (see
+    /// [`CsfView::subtree`]). An empty range of parents gives an empty range.
+    #[inline]
+    pub fn children_of_range(&self, first: usize, end: usize) -> (usize, usize) {
         let n = self.crd.len();
-        let end = parent.checked_add(1).and_then(|i| self.pos.get(i)).map_or(0, |e| clamp(e, n));
-        let start = self.pos.get(parent).map_or(end, |s| clamp(s, n)).min(end);
-        (start, end)
+        let stop = self.pos.get(end).map_or(0, |e| clamp(e, n));
+        let start = self.pos.get(first).map_or(stop, |s| clamp(s, n)).min(stop);
+        (start, stop)
     }
 }
 

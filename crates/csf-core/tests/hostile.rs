@@ -3,7 +3,8 @@
 //! of arbitrary garbage arrays. The view's totality promise (crate README):
 //! no panic, no out-of-bounds read, iteration within `2 * (n_0 + ... +
 //! n_{rank-1}) + 1` steps and at most `n_{rank-1}` entries, lookups and
-//! conversions that return. Unaligned buffers must give the same answers.
+//! conversions that return, sub-trees whose walks stay in their ranges within
+//! `2 * (their nodes) + 1` steps. Unaligned buffers must give the same answers.
 
 mod common;
 
@@ -91,6 +92,20 @@ fn check_total(view: &CsfView<'_>, rng: &mut Rng) -> Yield {
         assert!(entries.len() <= n_last);
     }
 
+    // Sub-trees: under the prefixes of what was yielded, random and extreme ones.
+    let mut prefixes: Vec<Vec<u64>> = vec![vec![]];
+    for (coords, _) in by_stored.iter().take(12) {
+        prefixes.extend((1..rank).map(|k| coords[..k].to_vec()));
+    }
+    for _ in 0..12 {
+        let k = rng.below(rank as u64 + 1) as usize;
+        prefixes.push((0..k).map(|l| rng.below(view.level_extent(l).unwrap_or(1).clamp(1, 16))).collect());
+    }
+    prefixes.extend([vec![u64::MAX], vec![0; rank - 1], vec![0; rank], vec![0; rank + 3]]);
+    for prefix in &prefixes {
+        check_subtree(view, prefix, &by_for_each);
+    }
+
     // Fibers: always inside their level.
     for level in 0..=rank {
         for parent in [0, 1, 2, 3, n_last, usize::MAX - 1, usize::MAX] {
@@ -148,6 +163,75 @@ fn check_total(view: &CsfView<'_>, rng: &mut Rng) -> Yield {
         let _ = view.to_dense::<u8>(1 << 12);
     }
     by_for_each
+}
+
+/// The totality promise for the sub-tree under `prefix` (any prefix, valid
+/// or not): an error or `None` without a panic, or a sub-tree whose ranges
+/// lie in their levels and whose walks agree, stay in its leaf range and
+/// take at most `2 * (its nodes) + 1` steps. The empty prefix's walk is the
+/// whole tensor's (`whole`, what `for_each` yielded).
+fn check_subtree(view: &CsfView<'_>, prefix: &[u64], whole: &Yield) {
+    let rank = view.rank();
+    let subtree = match view.subtree(prefix) {
+        Ok(Some(subtree)) => subtree,
+        Ok(None) => {
+            assert!(prefix.len() < rank);
+            view.for_each_under(prefix, |_, _| panic!("an absent prefix has entries")).unwrap();
+            return;
+        }
+        Err(LookupError::PrefixTooLong { got, rank: r }) => {
+            assert!(got == prefix.len() && got >= rank && r == rank);
+            return;
+        }
+        Err(LookupError::OutOfBounds { .. } | LookupError::BadModeOrder { .. }) => return,
+        Err(e) => panic!("unexpected {e:?}"),
+    };
+    let k = prefix.len();
+    assert_eq!(subtree.prefix(), prefix);
+    let leaves = subtree.leaf_range();
+    assert!(leaves.start <= leaves.end && leaves.end <= view.node_count(rank - 1));
+    assert_eq!(subtree.nnz(), leaves.len());
+    let mut nodes = 0u64;
+    for level in 0..=rank {
+        match subtree.node_range(level) {
+            Some(range) => {
+                assert!(level >= k && level < rank);
+                assert!(range.start <= range.end && range.end <= view.node_count(level), "{range:?}");
+                nodes += range.len() as u64;
+            }
+            None => assert!(level < k || level == rank),
+        }
+    }
+    let fiber = subtree.fiber();
+    assert!(fiber.start + fiber.len() <= view.node_count(k));
+    assert_eq!(Some(fiber.start..fiber.start + fiber.len()), subtree.node_range(k));
+
+    let mut cursor = subtree.cursor();
+    let (mut by_cursor, mut stored_by_cursor): (Yield, Yield) = (Vec::new(), Vec::new());
+    while cursor.advance() {
+        assert!(cursor.steps() <= 2 * nodes + 1, "{} steps for {nodes} nodes", cursor.steps());
+        assert!(leaves.contains(&cursor.leaf()), "leaf {} outside {leaves:?}", cursor.leaf());
+        assert_eq!(&cursor.coords()[..k], prefix);
+        assert_eq!(bits(cursor.value()), bits(view.value(cursor.leaf(), cursor.index())));
+        by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
+        stored_by_cursor.push((cursor.coords().to_vec(), cursor.leaf()));
+    }
+    assert!(cursor.steps() <= 2 * nodes + 1 && cursor.steps() <= 2 * stored_nodes(view) + 1);
+    assert!(!cursor.advance());
+    assert!(by_cursor.len() <= subtree.nnz());
+    assert!(by_cursor.windows(2).all(|w| w[0].1 < w[1].1));
+    let mut by_for_each = Vec::new();
+    subtree.for_each(|index, leaf| by_for_each.push((index.to_vec(), leaf)));
+    assert_eq!(by_for_each, by_cursor, "sub-tree for_each and cursor differ under {prefix:?}");
+    let mut by_stored = Vec::new();
+    subtree.for_each_stored(|coords, leaf| by_stored.push((coords.to_vec(), leaf)));
+    assert_eq!(by_stored, stored_by_cursor);
+    let mut by_under = Vec::new();
+    view.for_each_under(prefix, |index, leaf| by_under.push((index.to_vec(), leaf))).unwrap();
+    assert_eq!(by_under, by_cursor);
+    if k == 0 {
+        assert_eq!(&by_for_each, whole, "the empty prefix's walk is the tensor's");
+    }
 }
 
 /// The spec example with one change applied.
@@ -233,6 +317,30 @@ fn every_iteration_api_clamps_alike() {
     let mut by_stored = Vec::new();
     view.for_each_stored(|c, leaf| by_stored.push((c.to_vec(), leaf)));
     assert_eq!(by_stored, by_for_each);
+    check_tree(&tree);
+}
+
+#[test]
+fn subtrees_of_overlapping_slices_stay_in_their_ranges() {
+    // Every level-1 node claims all four leaves: under i = 0, the level-1
+    // nodes 0..2 own the leaves pos_2[0]..pos_2[2] = 0..0 and the walk
+    // yields nothing; under (0, 0) node 0 owns 0..4.
+    let tree = example_with(|t| t.levels[2].0 = vec![0, 4, 0, 4]);
+    let view = tree.view();
+    let under = view.subtree(&[0]).unwrap().unwrap();
+    assert_eq!(under.leaf_range(), 0..0);
+    let mut seen = 0;
+    under.for_each(|_, _| seen += 1);
+    assert_eq!(seen, 0);
+    assert_eq!(view.subtree(&[0, 0]).unwrap().unwrap().leaf_range(), 0..4);
+    // Unsorted coordinates: bisection over crd_0 = [1, 0] finds 0 (node 1)
+    // and misses the 1 that is present. Wrong, but safe.
+    let tree = example_with(|t| t.levels[0].1 = vec![1, 0]);
+    let view = tree.view();
+    assert_eq!(view.fiber(0, 0).find(0), Some(1));
+    assert_eq!(view.fiber(0, 0).find(1), None);
+    assert_eq!(view.subtree(&[0]).unwrap().unwrap().leaf_range(), 2..4);
+    assert!(view.subtree(&[1]).unwrap().is_none());
     check_tree(&tree);
 }
 
@@ -495,6 +603,16 @@ proptest! {
         for _ in 0..64 {
             let index: Vec<u64> = tree.shape.iter().map(|&e| if e == 0 { 0 } else { rng.below(e.min(12)) }).collect();
             prop_assert_eq!(aligned.find(&index), unaligned.find(&index), "{:?}", index);
+        }
+    }
+
+    #[test]
+    fn garbage_subtrees_are_handled_totally(tree in garbage(), prefix in prop::collection::vec(wild(), 0..6)) {
+        let view = tree.view();
+        let mut whole = Vec::new();
+        view.for_each(|i, leaf| whole.push((i.to_vec(), leaf)));
+        for k in 0..=prefix.len() {
+            check_subtree(&view, &prefix[..k], &whole);
         }
     }
 

@@ -1,11 +1,12 @@
 //! Random sparse tensors of rank 3..=6 (small shapes, zero extents included),
 //! stored under random mode orders by the reference builder, against a
-//! `BTreeMap` oracle: lookups of present and absent indices, and the four
-//! iteration APIs (which must agree, each yielding exactly nnz entries).
+//! `BTreeMap` oracle: lookups of present and absent indices, the four
+//! iteration APIs (which must agree, each yielding exactly nnz entries), and
+//! the sub-tree under every prefix of every entry, and under absent prefixes.
 
 mod common;
 
-use common::{check_against_oracle, oracle, Tree};
+use common::{check_against_oracle, check_subtrees, oracle, Tree};
 use csf_testdata::{reference_csf, Coo};
 use proptest::prelude::*;
 
@@ -63,9 +64,12 @@ proptest! {
         for index in &absent {
             prop_assert_eq!(view.find(index), Ok(None));
         }
+        check_subtrees(&view, &absent);
         // The same through a container.
         let bytes = tree.container_bytes();
-        check_against_oracle(&common::view_container(&bytes), &map, &absent);
+        let contained = common::view_container(&bytes);
+        check_against_oracle(&contained, &map, &absent);
+        check_subtrees(&contained, &absent);
     }
 
     #[test]
@@ -80,6 +84,14 @@ proptest! {
         let tree = Tree::from_arrays(&reference_csf(&empty, &order));
         let view = tree.view();
         prop_assert_eq!(common::iterate_all(&view).len(), 0);
+        // The whole tensor is a sub-tree without entries; any other prefix leaves the shape.
+        let whole = view.subtree(&[]).unwrap().unwrap();
+        prop_assert_eq!((whole.nnz(), whole.leaf_range()), (0, 0..0));
+        let level = view.mode_order().iter().position(|&d| d as usize == zero_dim).unwrap();
+        if level + 1 < shape.len() {
+            let r = view.subtree(&vec![0; level + 1]);
+            prop_assert!(matches!(r, Err(csf_core::LookupError::OutOfBounds { .. })), "{:?}", r);
+        }
         for probe in probes.iter().chain(std::iter::once(&vec![0; shape.len()])) {
             let r = view.find(probe);
             prop_assert!(

@@ -172,6 +172,72 @@ fn iteration_yields_the_four_nonzeros_in_order() {
 }
 
 #[test]
+fn fiber_find_retraces_the_lookup() {
+    both_ways(|view| {
+        // The trace of (1, 1, 2): level 0 -> p = 1, level 1 -> p = 2, level 2 -> p = 3.
+        assert_eq!(view.fiber(0, 0).find(1), Some(1));
+        assert_eq!(view.fiber(1, 1).find(1), Some(2));
+        assert_eq!(view.fiber(2, 2).find(2), Some(3));
+        // The implicit zero (0, 1, 1) stops at level 1.
+        assert_eq!(view.fiber(1, 0).find(1), None);
+        assert_eq!(view.fiber(2, 2).find(1), None);
+        assert_eq!(view.fiber(2, 2).find(u64::MAX), None);
+        assert_eq!(view.fiber(1, 9).find(0), None);
+    });
+}
+
+#[test]
+fn subtrees_of_the_example() {
+    both_ways(|view| {
+        let under = |prefix: &[u64]| {
+            let subtree = view.subtree(prefix).unwrap().expect("present");
+            let mut seen = Vec::new();
+            subtree.for_each(|index, leaf| seen.push((index.to_vec(), leaf, view.value(leaf, index))));
+            assert_eq!(seen.len(), subtree.nnz());
+            let leaves: Vec<usize> = seen.iter().map(|s| s.1).collect();
+            assert_eq!(leaves, subtree.leaf_range().collect::<Vec<_>>());
+            seen
+        };
+        let f32_at = |leaf: usize| (NONZEROS[leaf].0.to_vec(), leaf, Some(Value::F32(NONZEROS[leaf].1)));
+        // "i=0: j=0,2 ; i=1: j=1": under i = 0 the leaves 0 and 1, under i = 1 the leaves 2 and 3.
+        assert_eq!(under(&[0]), [f32_at(0), f32_at(1)]);
+        assert_eq!(under(&[1]), [f32_at(2), f32_at(3)]);
+        assert_eq!(under(&[1, 1]), [f32_at(2), f32_at(3)]);
+        assert_eq!(under(&[0, 2]), [f32_at(1)]);
+        assert_eq!(under(&[]), (0..4).map(f32_at).collect::<Vec<_>>());
+        // (0, 1) and (1, 0) hold nothing; (0, 3) and (2) leave the shape; a
+        // prefix of 3 coordinates leaves no level below it.
+        assert!(view.subtree(&[0, 1]).unwrap().is_none());
+        assert!(view.subtree(&[1, 0]).unwrap().is_none());
+        assert_eq!(
+            view.subtree(&[0, 3]).err(),
+            Some(LookupError::OutOfBounds { dim: 1, coord: 3, extent: 3 })
+        );
+        assert_eq!(view.subtree(&[2]).err(), Some(LookupError::OutOfBounds { dim: 0, coord: 2, extent: 2 }));
+        assert_eq!(view.subtree(&[1, 1, 2]).err(), Some(LookupError::PrefixTooLong { got: 3, rank: 3 }));
+        assert!(!LookupError::PrefixTooLong { got: 3, rank: 3 }.to_string().is_empty());
+        // for_each_under is the same walk; the cursor and entries too.
+        let mut seen = Vec::new();
+        view.for_each_under(&[1], |index, leaf| seen.push((index.to_vec(), leaf))).unwrap();
+        assert_eq!(seen, [(vec![1, 1, 0], 2), (vec![1, 1, 2], 3)]);
+        let subtree = view.subtree(&[0]).unwrap().unwrap();
+        let mut cursor = subtree.cursor();
+        let mut sum = 0.0;
+        while cursor.advance() {
+            assert_eq!(cursor.coords()[0], 0);
+            sum += cursor.value().unwrap().to_f64();
+        }
+        assert_eq!(sum, 3.0);
+        let entries: Vec<_> = subtree.entries::<3>().unwrap().collect();
+        assert_eq!(entries, [([0, 0, 1], Some(Value::F32(1.0))), ([0, 2, 3], Some(Value::F32(2.0)))]);
+        // Its values are a slice of the values buffer.
+        let values = view.values().typed::<f32>().unwrap();
+        let slice: Vec<f32> = subtree.leaf_range().map(|leaf| values.get(leaf).unwrap()).collect();
+        assert_eq!(slice, [1.0, 2.0]);
+    });
+}
+
+#[test]
 fn the_oracle_checker_agrees() {
     both_ways(|view| common::check_against_oracle(view, &oracle(), &[]));
 }

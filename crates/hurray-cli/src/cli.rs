@@ -44,7 +44,7 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Print the value at each 0-based logical index (0 for an implicit zero).
     Get(GetArgs),
-    /// Print the non-zeros in iteration order, as .tns or JSON.
+    /// Print the non-zeros in iteration order, as .tns or JSON; --prefix: only those under a prefix.
     Dump(DumpArgs),
 }
 
@@ -154,6 +154,13 @@ pub struct DumpArgs {
     /// Read without the strict checks.
     #[arg(long)]
     pub permissive: bool,
+    /// Print only the entries under this prefix: their first k coordinates (k below the rank)
+    /// in STORAGE order, that is of dimensions mode_order[0..k] (`inspect` shows the mode
+    /// order; with the default identity order, the first k logical dimensions), 0-based like
+    /// `get`'s indices. The entries are found by binary search and printed whole, 1-based like
+    /// every dump line. A prefix no entry has prints none. --format tns only.
+    #[arg(long, value_name = "I0,I1,...", value_parser = parse_prefix)]
+    pub prefix: Option<Prefix>,
 }
 
 /// `dump --format`.
@@ -196,6 +203,10 @@ pub struct Shape(pub Vec<u64>);
 /// A logical index given to `get`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Index(pub Vec<u64>);
+
+/// A prefix of storage-order coordinates given to `dump --prefix`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prefix(pub Vec<u64>);
 
 fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, String> {
     text.split(',')
@@ -242,6 +253,10 @@ fn parse_size(text: &str) -> Result<u64, String> {
 
 fn parse_index(text: &str) -> Result<Index, String> {
     parse_list(text, "expected I0,I1,...").map(Index)
+}
+
+fn parse_prefix(text: &str) -> Result<Prefix, String> {
+    parse_list(text, "expected I0,I1,...: 0-based coordinates in storage order").map(Prefix)
 }
 
 fn parse_mode_order(text: &str) -> Result<ModeOrderArg, String> {
@@ -313,6 +328,9 @@ mod tests {
         assert!(parse_dtype("f16").unwrap_err().contains("unsupported --dtype for convert"));
         assert!(parse_dtype("float").unwrap_err().contains("unknown element type"));
         assert_eq!(parse_index("0, 1,2"), Ok(Index(vec![0, 1, 2])));
+        assert_eq!(parse_prefix("1"), Ok(Prefix(vec![1])));
+        assert!(parse_prefix("").unwrap_err().contains("storage order"));
+        assert!(parse_prefix("1,-2").is_err());
         assert!(parse_index("a,b").is_err());
         assert_eq!(parse_size("64KiB"), Ok(64 << 10));
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));

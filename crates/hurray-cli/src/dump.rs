@@ -8,14 +8,21 @@
 //! and the values (for a quantized tensor, the stored codes and then the
 //! dequantized values under `"dequantized"`; `tns` prints dequantized values).
 //!
+//! `--prefix I0,I1,...` prints (as `tns`) only the entries under a prefix of
+//! 0-based storage-order coordinates: `csf_core::CsfView::subtree` finds it
+//! by binary search and walks it in place. A prefix no entry has prints the
+//! header alone; one of `rank` coordinates or more, or outside the shape, is
+//! an error about the data asked for (exit 1), as `get` treats an index.
+//!
 //! Nothing printed is made up. On a file read with `--permissive`, a
 //! coordinate is printed as stored, plus one, even when it lies outside the
 //! shape (as a 1-based number it may need 65 bits); a leaf without a value
 //! stops `tns` with an error naming it, and is `null` in `json`.
 
 use std::io::Write;
+use std::path::Path;
 
-use csf_core::CsfView;
+use csf_core::{CsfView, LookupError};
 use hurray_format::Container;
 
 use crate::cli::{DumpArgs, DumpFormat};
@@ -29,6 +36,11 @@ const FLUSH_AT: usize = 1 << 16;
 
 /// Runs `dump`.
 pub fn run(args: &DumpArgs) -> Result<()> {
+    if args.prefix.is_some() && args.format == DumpFormat::Json {
+        return Err(Error::Usage(
+            "--prefix selects entries, which --format tns prints; --format json dumps the whole tree".into(),
+        ));
+    }
     let path = args.file.as_path();
     let input = files::open(path, true)?;
     let container = read::container(path, &input)?;
@@ -59,16 +71,29 @@ fn tns(args: &DumpArgs, container: &Container<'_>, view: &CsfView<'_>, out: &mut
         d.layout,
         view.nnz()
     );
+    let prefix = args.prefix.as_ref().map_or(&[][..], |p| &p.0[..]);
     if view.quantization().is_some() {
         head.push_str("# values are dequantized to f32; convert does not rebuild the quantization\n");
-    } else {
+    } else if prefix.is_empty() {
         head.push_str(&format!("# rebuild: hurray convert THIS.tns -o {name} {flags}\n"));
     }
+    // The whole tensor is the sub-tree of the empty prefix, walked as `for_each` walks it.
+    let under = view.subtree(prefix).map_err(|e| prefix_error(&args.file, view, prefix, e))?;
+    if !prefix.is_empty() {
+        let levels: Vec<String> =
+            view.mode_order().iter().zip(prefix).map(|(dim, c)| format!("dimension {dim} = {c}")).collect();
+        head.push_str(&format!(
+            "# only the entries under the prefix {} (0-based, in storage order: {})\n",
+            format::commas(prefix),
+            levels.join(", ")
+        ));
+    }
     out.write_all(head.as_bytes()).map_err(|e| Error::io(out.path(), e))?;
+    let Some(under) = under else { return Ok(()) };
 
     let mut buf = Vec::with_capacity(FLUSH_AT + 1024);
     let mut failed = None;
-    view.for_each(|index, leaf| {
+    under.for_each(|index, leaf| {
         if failed.is_some() {
             return;
         }
@@ -101,6 +126,23 @@ fn tns(args: &DumpArgs, container: &Container<'_>, view: &CsfView<'_>, out: &mut
         return Err(e);
     }
     out.write_all(&buf).map_err(|e| Error::io(out.path(), e))
+}
+
+/// A prefix that cannot be looked up, in the tool's words: a data error, as
+/// `get` reports an index of the wrong rank or outside the shape.
+fn prefix_error(path: &Path, view: &CsfView<'_>, prefix: &[u64], e: LookupError) -> Error {
+    let what = match e {
+        LookupError::PrefixTooLong { got, rank } => format!(
+            "{got} coordinates, but a prefix names at most rank - 1 = {} levels (`get` reads one entry)",
+            rank.saturating_sub(1)
+        ),
+        LookupError::OutOfBounds { .. } => {
+            let dims = view.mode_order().get(..prefix.len()).unwrap_or(&[]);
+            format!("{e} (a prefix is in storage order: dimensions {})", format::commas(dims))
+        }
+        other => other.to_string(),
+    };
+    Error::data(path, format!("prefix {}: {what}", format::commas(prefix)))
 }
 
 /// Appends `v` in decimal.

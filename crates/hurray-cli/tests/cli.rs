@@ -196,6 +196,102 @@ fn dump_prints_the_spec_example_as_tns_and_json() {
 }
 
 // ---------------------------------------------------------------------------
+// dump --prefix.
+
+/// The entry lines of `hurray dump FILE EXTRA...`, which must exit 0.
+fn dump_body(file: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["dump", s(file)];
+    args.extend_from_slice(extra);
+    stdout(&ok(args)).lines().filter(|l| !l.starts_with('#')).map(String::from).collect()
+}
+
+#[test]
+fn dump_prefix_prints_the_entries_under_a_storage_order_prefix() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &["--dtype", "f32"]);
+    // 0-based prefixes, 1-based lines: "i=0: j=0,2 ; i=1: j=1".
+    assert_eq!(dump_body(&file, &["--prefix", "0"]), ["1 1 2 1", "1 3 4 2"]);
+    assert_eq!(dump_body(&file, &["--prefix", "1"]), ["2 2 1 3", "2 2 3 4"]);
+    assert_eq!(dump_body(&file, &["--prefix", "0,2"]), ["1 3 4 2"]);
+    assert_eq!(dump_body(&file, &["--prefix", "1, 1"]), ["2 2 1 3", "2 2 3 4"]);
+    let text = stdout(&ok(["dump", s(&file), "--prefix", "0,2"]));
+    assert!(text.contains("# only the entries under the prefix 0,2 (0-based, in storage order: dimension 0 = 0, dimension 1 = 2)\n"), "{text}");
+    assert!(!text.contains("# rebuild"), "a part does not rebuild the file: {text}");
+    // A prefix no entry has: the header alone, exit 0.
+    let text = stdout(&ok(["dump", s(&file), "--prefix", "0,1"]));
+    assert!(text.lines().all(|l| l.starts_with('#')) && text.lines().count() == 2, "{text}");
+    // -o writes the same lines.
+    let out = dir.path().join("part.tns");
+    ok(["dump", s(&file), "--prefix", "1", "-o", s(&out)]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), stdout(&ok(["dump", s(&file), "--prefix", "1"])));
+
+    // Too long or outside the shape: bad data asked for, one line, exit 1 (as `get`).
+    for (prefix, want) in [
+        ("1,1,2", "spec.hurray: prefix 1,1,2: 3 coordinates, but a prefix names at most rank - 1 = 2 levels"),
+        ("2", "spec.hurray: prefix 2: coordinate 2 of dimension 0 is outside its extent 2 (a prefix is in storage order: dimensions 0)"),
+        ("0,3", "spec.hurray: prefix 0,3: coordinate 3 of dimension 1 is outside its extent 3 (a prefix is in storage order: dimensions 0,1)"),
+    ] {
+        let out = hurray(["dump", s(&file), "--prefix", prefix]);
+        assert_eq!(code(&out), 1, "{prefix}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{prefix}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1);
+        assert_eq!(stdout(&out), "", "nothing printed before the error");
+    }
+    // Not a list of integers, or with --format json: usage errors, exit 2.
+    for args in [
+        &["--prefix", "x"][..],
+        &["--prefix", ""],
+        &["--prefix", "1,-1"],
+        &["--prefix", "1", "--format", "json"],
+    ] {
+        let mut all = vec!["dump", s(&file)];
+        all.extend_from_slice(args);
+        let out = hurray(&all);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+    }
+    assert!(stderr(&hurray(["dump", s(&file), "--prefix", "1", "--format", "json"])).contains("--format tns"));
+    let help = stdout(&ok(["dump", "--help"]));
+    assert!(help.contains("STORAGE order") && help.contains("0-based"), "{help}");
+}
+
+#[test]
+fn dump_prefix_follows_the_mode_order() {
+    let dir = tmp();
+    let (text, want) = random_tns(11, 3000);
+    let tns = dir.path().join("in.tns");
+    std::fs::write(&tns, &text).unwrap();
+    for order in [[0usize, 1, 2, 3], [3, 1, 0, 2]] {
+        let file = dir.path().join("t.hurray");
+        let order_arg = order.map(|d| d.to_string()).join(",");
+        let shape = ["--shape", "7,50,3,900"];
+        ok(["convert", s(&tns), "-o", s(&file), "--mode-order", &order_arg, "-q", shape[0], shape[1]]);
+        let full = dump_body(&file, &[]);
+        assert_eq!(full.len(), want.len());
+        // Prefixes of stored entries (storage order, 0-based) and a few absent ones.
+        let mut prefixes: Vec<Vec<u64>> = Vec::new();
+        for index in want.keys().step_by(397) {
+            let stored: Vec<u64> = order.iter().map(|&d| index[d] - 1).collect();
+            prefixes.extend((1..4).map(|k| stored[..k].to_vec()));
+        }
+        prefixes.extend([vec![6, 49], vec![0, 0, 2], vec![2, 2, 2]]);
+        for prefix in prefixes {
+            let shown = prefix.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+            let got = dump_body(&file, &["--prefix", &shown]);
+            // The full dump's lines whose dimension order[L] is prefix[L] (1-based there), in order.
+            let expected: Vec<String> = full
+                .iter()
+                .filter(|line| {
+                    let coords: Vec<u64> = line.split(' ').map(|c| c.parse().unwrap_or(0)).collect();
+                    prefix.iter().enumerate().all(|(l, &c)| coords[order[l]] == c + 1)
+                })
+                .cloned()
+                .collect();
+            assert_eq!(got, expected, "order {order:?} prefix {shown}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // convert -> dump -> convert.
 
 /// A random rank-4 tensor as .tns text with comments, blank lines, CRLF,
@@ -708,6 +804,8 @@ fn no_command_panics_on_any_corpus_file() {
                 &["get", "0,0,0", "1,2,3", "0,0,0,0"],
                 &["dump"],
                 &["dump", "--format", "json"],
+                &["dump", "--prefix", "0"],
+                &["dump", "--prefix", "1,0"],
             ] {
                 let mut args: Vec<&str> = vec![cmd[0], s(file)];
                 args.extend_from_slice(&cmd[1..]);
@@ -724,7 +822,7 @@ fn no_command_panics_on_any_corpus_file() {
                         "{args:?}: {err}"
                     );
                 }
-                if c == 0 && cmd[0] == "dump" && cmd.len() > 1 {
+                if c == 0 && cmd[0] == "dump" && cmd.get(1) == Some(&"--format") {
                     serde_json::from_slice::<Json>(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
                 }
             }

@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read::find, m)?)?;
     m.add_function(wrap_pyfunction!(read::lookup, m)?)?;
     m.add_function(wrap_pyfunction!(read::to_coo, m)?)?;
+    m.add_function(wrap_pyfunction!(read::subtree, m)?)?;
     m.add_function(wrap_pyfunction!(read::to_dense, m)?)?;
     Ok(())
 }

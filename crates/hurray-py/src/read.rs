@@ -237,17 +237,37 @@ type Coo<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, &'static s
 /// after row, and the values as bytes of the value dtype.
 #[pyfunction]
 pub(crate) fn to_coo<'py>(py: Python<'py>, raw: PyReadonlyArray1<'_, u8>) -> PyResult<Coo<'py>> {
-    let raw = bytes(&raw)?;
+    // The whole tensor is the sub-tree of the empty prefix (walked as `for_each` walks it).
+    entries_under(py, bytes(&raw)?, &[])
+}
+
+/// The non-zeros under `prefix`, a prefix of storage-order coordinates (of
+/// fewer than `rank` levels), as `to_coo` gives them: `CsfView::subtree` and
+/// its walk. A prefix no entry has gives none; a prefix too long or outside
+/// the shape raises `IndexError`.
+#[pyfunction]
+pub(crate) fn subtree<'py>(
+    py: Python<'py>,
+    raw: PyReadonlyArray1<'_, u8>,
+    prefix: Vec<u64>,
+) -> PyResult<Coo<'py>> {
+    entries_under(py, bytes(&raw)?, &prefix)
+}
+
+/// The entries of the sub-tree under `prefix`, in leaf order.
+fn entries_under<'py>(py: Python<'py>, raw: &[u8], prefix: &[u64]) -> PyResult<Coo<'py>> {
     let view = view(py, raw)?;
     let out = values::out_of(&view);
+    let under = view.subtree(prefix).map_err(|e| errors::lookup(e, None))?;
     let result = py.detach(|| {
+        let Some(under) = under else { return Ok((Vec::new(), Vec::new())) };
         let nnz = usize::try_from(view.nnz()).unwrap_or(0);
         // Capacity from what is stored, never from a length field alone.
-        let stored = view.node_count(view.rank().saturating_sub(1)).min(nnz);
+        let stored = under.nnz().min(nnz);
         let mut coords = Vec::with_capacity(stored * view.rank());
         let mut bytes = Vec::with_capacity(stored * out.width());
         let mut missing = None;
-        view.for_each(|index, leaf| {
+        under.for_each(|index, leaf| {
             if missing.is_some() {
                 return;
             }

@@ -276,6 +276,11 @@ def exercise(t: hc.CsfTensor, label: str = "") -> None:
         probes.append(tuple(int(c[0]) if len(c) else 0 for _, c in levels[:rank]))
     for p in probes:
         call(f"{label} t[{p}]", lambda: t[p])
+        # The sub-trees under its prefixes (storage order).
+        for k in range(rank):
+            under = call(f"{label} subtree({p[:k]})", lambda: t.subtree(p[:k]))
+            if under is not None:
+                assert under[0].shape == (len(under[1]), rank)
     q = np.array(probes, dtype=np.uint64).reshape(len(probes), rank)
     call(f"{label} lookup", lambda: t.lookup(q))
     call(f"{label} find", lambda: t.find(q))

@@ -5,7 +5,7 @@
 // Each test binary uses a different subset of the helpers.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use csf_core::{CsfView, Level, LookupError, Value};
 use csf_testdata::{Coo, CsfArrays};
@@ -346,5 +346,105 @@ pub fn check_conversions(view: &CsfView<'_>, map: &BTreeMap<Vec<u64>, f32>) {
                 Err(DenseError::OverBudget { elements: total, budget: total - 1 })
             );
         }
+    }
+}
+
+/// Checks every sub-tree of a valid view against its entries: for every
+/// prefix of every stored entry's storage-order coordinates (the empty one
+/// included), `subtree` yields exactly the entries whose storage-order
+/// coordinates start with it, in storage order, through each of its walks,
+/// and its ranges hold exactly their nodes and leaves. Every other prefix
+/// within the shape (each present prefix extended by a coordinate, and the
+/// prefixes of the logical indices `probes`) gives `None`, and prefixes that
+/// leave the shape or the rank are errors.
+pub fn check_subtrees(view: &CsfView<'_>, probes: &[Vec<u64>]) {
+    let rank = view.rank();
+    let order = view.mode_order().to_vec();
+    let storage = |index: &[u64]| order.iter().map(|&d| index[d as usize]).collect::<Vec<_>>();
+    let all: Vec<(Vec<u64>, Vec<u64>, usize)> =
+        iterate_all(view).into_iter().map(|s| (storage(&s.index), s.index, s.leaf)).collect();
+    let mut present = BTreeSet::from([vec![]]);
+    for (c, ..) in &all {
+        for k in 1..rank {
+            present.insert(c[..k].to_vec());
+        }
+    }
+    for prefix in &present {
+        let under: Vec<&(Vec<u64>, Vec<u64>, usize)> =
+            all.iter().filter(|(c, ..)| c.starts_with(prefix)).collect();
+        let want: Vec<(Vec<u64>, usize)> = under.iter().map(|(_, i, l)| (i.clone(), *l)).collect();
+        let subtree = view.subtree(prefix).unwrap().unwrap_or_else(|| panic!("{prefix:?} is present"));
+        let k = prefix.len();
+        assert_eq!((subtree.prefix(), subtree.level()), (&prefix[..], k));
+
+        let mut got = Vec::new();
+        subtree.for_each(|index, leaf| got.push((index.to_vec(), leaf)));
+        assert_eq!(got, want, "for_each under {prefix:?}");
+        let mut stored = Vec::new();
+        subtree.for_each_stored(|coords, leaf| stored.push((coords.to_vec(), leaf)));
+        assert_eq!(stored, under.iter().map(|(c, _, l)| (c.clone(), *l)).collect::<Vec<_>>());
+        let mut by_under = Vec::new();
+        view.for_each_under(prefix, |index, leaf| by_under.push((index.to_vec(), leaf))).unwrap();
+        assert_eq!(by_under, want);
+        let mut cursor = subtree.cursor();
+        let mut by_cursor = Vec::new();
+        while cursor.advance() {
+            assert_eq!(cursor.coords(), &storage(cursor.index())[..]);
+            by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
+        }
+        assert_eq!(by_cursor, want, "cursor under {prefix:?}");
+
+        // Ranges: the leaves are contiguous, and at each level the nodes are
+        // the distinct prefixes of that length.
+        let leaves = want.first().map_or(0, |w| w.1)..want.last().map_or(0, |w| w.1 + 1);
+        if !want.is_empty() {
+            assert_eq!(subtree.leaf_range(), leaves, "leaf range under {prefix:?}");
+        }
+        assert_eq!(subtree.nnz(), want.len());
+        assert_eq!(subtree.node_range(k.wrapping_sub(1)), None);
+        assert_eq!(subtree.node_range(rank), None);
+        let mut nodes = 0;
+        for level in k..rank {
+            let distinct: BTreeSet<&[u64]> = under.iter().map(|(c, ..)| &c[..=level]).collect();
+            let range = subtree.node_range(level).unwrap();
+            assert_eq!(range.len(), distinct.len(), "level {level} under {prefix:?}");
+            nodes += range.len();
+        }
+        assert!(cursor.steps() <= 2 * nodes as u64 + 1, "{} steps for {nodes} nodes", cursor.steps());
+        let top: Vec<u64> = subtree.fiber().iter().map(|(_, c)| c).collect();
+        let distinct: BTreeSet<u64> = under.iter().map(|(c, ..)| c[k]).collect();
+        assert_eq!(top, distinct.into_iter().collect::<Vec<_>>());
+
+        // Its children that hold nothing.
+        if k + 1 < rank {
+            let extent = view.level_extent(k).unwrap();
+            for c in 0..extent.min(16) {
+                let longer = [&prefix[..], &[c]].concat();
+                assert_eq!(view.subtree(&longer).unwrap().is_some(), present.contains(&longer), "{longer:?}");
+            }
+        }
+    }
+    for index in probes {
+        let c = storage(index);
+        for k in 1..rank {
+            if !present.contains(&c[..k]) {
+                assert!(view.subtree(&c[..k]).unwrap().is_none(), "{:?} is absent", &c[..k]);
+                view.for_each_under(&c[..k], |_, _| panic!("nothing lies under {:?}", &c[..k])).unwrap();
+            }
+        }
+    }
+
+    // Too long; out of the shape at each level (the first offending level is reported).
+    assert_eq!(view.subtree(&vec![0; rank]).err(), Some(LookupError::PrefixTooLong { got: rank, rank }));
+    let extents: Vec<u64> = (0..rank).map(|l| view.level_extent(l).unwrap()).collect();
+    for level in 0..rank - 1 {
+        let mut prefix = vec![0; level + 1];
+        prefix[level] = extents[level];
+        let first = (0..=level).find(|&l| prefix[l] >= extents[l]).unwrap();
+        let dim = order[first] as usize;
+        assert_eq!(
+            view.subtree(&prefix).err(),
+            Some(LookupError::OutOfBounds { dim, coord: prefix[first], extent: extents[first] })
+        );
     }
 }

@@ -7,6 +7,7 @@ values up, all in Rust (the hurray-csf crates) with the GIL released::
     import numpy as np, hurray_csf as hc
     t = hc.from_coo(np.array([[0, 0, 1], [1, 1, 2]]), np.array([1.0, 4.0]), (2, 3, 4))
     t[1, 1, 2]            # 4.0
+    t[1]                  # (coords, values) of every entry under i = 1
     hc.save(t, "t.hurray")
     u = hc.load("t.hurray")  # a memory map, validated strictly
 """

@@ -90,6 +90,17 @@ def _u64_rows(indices: Any, rank: int, what: str) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.uint64)
 
 
+def _coords(index: Tuple[Any, ...], what: str, shape: Tuple[int, ...]) -> List[int]:
+    """Integer coordinates that fit ``uint64``. ``operator.index``: a float or
+    a slice is refused (``TypeError``), never truncated."""
+    coords = [operator.index(i) for i in index]
+    if any(c < 0 for c in coords):
+        raise IndexError(f"{what} {tuple(coords)} has a negative coordinate")
+    if any(c >> 64 for c in coords):
+        raise IndexError(f"{what} {tuple(coords)} is outside the shape {shape}")
+    return coords
+
+
 class CsfTensor:
     """A sparse tensor of rank >= 3 stored as a CSF tree (csf-layout.txt).
 
@@ -219,17 +230,40 @@ class CsfTensor:
 
     # -- reading values ----------------------------------------------------
 
-    def __getitem__(self, index: Sequence[int]) -> Any:
-        """The value at one logical index, as a Python scalar (0 for an implicit zero)."""
+    def __getitem__(self, index: Union[int, Sequence[int]]) -> Any:
+        """``t[i, j, k]``, one integer per dimension: the value at that logical
+        index, as a Python scalar (0 for an implicit zero).
+
+        ``t[i]``, ``t[i, j]``, fewer integers than the rank: the entries under
+        that prefix of **storage-order** coordinates, ``(coords, values)`` as
+        ``subtree`` gives them. With the default identity mode order the
+        prefix is the first dimensions, as in numpy; otherwise ``t[i]`` is the
+        entries whose dimension ``mode_order[0]`` is ``i``."""
         if not isinstance(index, tuple):
             index = tuple(index) if isinstance(index, (list, np.ndarray)) else (index,)
-        # operator.index: a float or a slice is refused (TypeError), never truncated.
-        coords = [operator.index(i) for i in index]
-        if any(c < 0 for c in coords):
-            raise IndexError(f"index {tuple(coords)} has a negative coordinate")
-        if any(c >> 64 for c in coords):
-            raise IndexError(f"index {tuple(coords)} is outside the shape {self.shape}")
+        coords = _coords(index, "index", self.shape)
+        if len(coords) < self.rank:
+            return self._entries_under(coords)
         return _native.get(self._raw, coords)
+
+    def subtree(self, prefix: Union[int, Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:
+        """``(coords, values)`` of the entries under ``prefix``: the first ``k``
+        coordinates of the entries **in storage order** (``k`` below the rank),
+        that is of the logical dimensions ``mode_order[0:k]`` (with the default
+        identity order, the first ``k`` dimensions). As ``to_coo`` gives them:
+        ``coords`` of shape ``(m, rank)`` holds the full logical indices, the
+        prefix included, ``values`` has ``dtype`` (dequantized for a quantized
+        tensor), in iteration order. A prefix no entry has gives ``m = 0``; a
+        prefix of ``rank`` coordinates or more, or outside the shape, raises
+        ``IndexError``. The prefix is found by binary search and only its
+        entries are visited (csf-core's ``CsfView::subtree``); ``()`` gives
+        every entry."""
+        index = (prefix,) if not isinstance(prefix, (tuple, list, np.ndarray)) else tuple(prefix)
+        return self._entries_under(_coords(index, "prefix", self.shape))
+
+    def _entries_under(self, prefix: List[int]) -> Tuple[np.ndarray, np.ndarray]:
+        coords, raw, dtype = _native.subtree(self._raw, prefix)
+        return coords.reshape(-1, self.rank), _values_from(raw, dtype)
 
     def lookup(self, indices: Any) -> np.ndarray:
         """The values at an ``(m, rank)`` array of logical indices (0 where
@@ -244,7 +278,8 @@ class CsfTensor:
     def to_coo(self) -> Tuple[np.ndarray, np.ndarray]:
         """``(coords, values)`` of every non-zero in iteration order:
         ``coords`` of shape ``(nnz, rank)`` (logical dimensions), ``values``
-        of ``dtype`` (dequantized for a quantized tensor)."""
+        of ``dtype`` (dequantized for a quantized tensor). ``subtree`` gives
+        the same for the entries under a prefix."""
         coords, raw, dtype = _native.to_coo(self._raw)
         return coords.reshape(-1, self.rank), _values_from(raw, dtype)
 
