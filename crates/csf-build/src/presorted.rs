@@ -2,7 +2,11 @@
 //!
 //! Files are often written sorted (every real tensor in the project's data
 //! is), and sorting sorted input with the radix sort costs as much as sorting
-//! random input. One linear pass tells: it walks the kept entries in input
+//! random input. Input in storage order is built as it is read, in one pass
+//! ([`Walk::one_pass`]: the leaf level and the values reserved at the
+//! input's length, the upper levels grown as they fill and cut to size);
+//! the first entry out of order ends that pass, within a few entries on
+//! random input. Then a second linear scan tells how far from sorted the input is: it walks the kept entries in input
 //! order and keeps the longest run it can of entries whose storage-order
 //! tuples never decrease, setting aside the others ("strays"), and while no
 //! entry has strayed it also counts each level's nodes. When there are no
@@ -53,9 +57,32 @@ pub(crate) fn try_build(input: &Input<'_>) -> Result<Option<Output>, BuildError>
     let rank = input.mode_order.len();
     let mut extents = [0u64; MAX_RANK];
     extents.iter_mut().zip(&dims[..rank]).for_each(|(e, &d)| *e = input.source.shape[d]);
+    // The common ranks get a walk of their own, whose level loops the
+    // compiler unrolls (small files are sorted more often than not, and at
+    // their sizes the per-entry loop overhead is most of the cost); the
+    // others share one with the rank read at run time (`R = 0`).
+    match rank {
+        3 => walk::<3>(input, rank, dims, extents),
+        4 => walk::<4>(input, rank, dims, extents),
+        5 => walk::<5>(input, rank, dims, extents),
+        _ => walk::<0>(input, rank, dims, extents),
+    }
+}
+
+/// [`try_build`] for rank `R` (0: any).
+fn walk<const R: usize>(
+    input: &Input<'_>,
+    rank: usize,
+    dims: [usize; MAX_RANK],
+    extents: [u64; MAX_RANK],
+) -> Result<Option<Output>, BuildError> {
     match input.source.indices {
-        Indices::RowMajor(flat) => Walk { input, tuples: Rows { flat, rank, dims }, rank, extents }.build(),
-        Indices::Columnar(cols) => Walk { input, tuples: Columns { cols, dims }, rank, extents }.build(),
+        Indices::RowMajor(flat) => {
+            Walk::<_, R> { input, tuples: Rows::<R> { flat, rank, dims }, rank, extents }.build()
+        }
+        Indices::Columnar(cols) => {
+            Walk::<_, R> { input, tuples: Columns { cols, dims }, rank, extents }.build()
+        }
     }
 }
 
@@ -65,16 +92,18 @@ trait Tuples {
     fn get(&self, entry: usize, level: usize) -> u64;
 }
 
-struct Rows<'a> {
+/// Row-major coordinates of rank `R` (0: `rank`).
+struct Rows<'a, const R: usize> {
     flat: &'a [u64],
     rank: usize,
     dims: [usize; MAX_RANK],
 }
 
-impl Tuples for Rows<'_> {
+impl<const R: usize> Tuples for Rows<'_, R> {
     #[inline(always)]
     fn get(&self, entry: usize, level: usize) -> u64 {
-        self.flat[entry * self.rank + self.dims[level]]
+        let rank = if R == 0 { self.rank } else { R };
+        self.flat[entry * rank + self.dims[level]]
     }
 }
 
@@ -126,8 +155,9 @@ impl Tally {
     }
 }
 
-/// The kept entries, walked in storage order.
-struct Walk<'w, T> {
+/// The kept entries, walked in storage order; `R` is the rank when the walk
+/// is made for one (0: `rank`).
+struct Walk<'w, T, const R: usize> {
     input: &'w Input<'w>,
     tuples: T,
     rank: usize,
@@ -135,12 +165,22 @@ struct Walk<'w, T> {
     extents: [u64; MAX_RANK],
 }
 
-impl<T: Tuples> Walk<'_, T> {
+impl<T: Tuples, const R: usize> Walk<'_, T, R> {
+    /// The rank, a constant when the walk is made for one.
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        if R == 0 {
+            self.rank
+        } else {
+            R
+        }
+    }
+
     /// How entry `b`'s tuple compares with entry `a`'s, and the first level
     /// where they differ (`None` when equal).
     #[inline(always)]
     fn compare(&self, a: usize, b: usize) -> (Ordering, Option<usize>) {
-        for level in 0..self.rank {
+        for level in 0..self.rank() {
             let (x, y) = (self.tuples.get(a, level), self.tuples.get(b, level));
             if x != y {
                 return (y.cmp(&x), Some(level));
@@ -162,7 +202,7 @@ impl<T: Tuples> Walk<'_, T> {
     fn step(&self, last: Option<usize>, entry: usize) -> (Ordering, Option<usize>, bool) {
         let mut inside = true;
         let mut found = last.map_or((Ordering::Greater, Some(0)), |_| (Ordering::Equal, None));
-        for level in 0..self.rank {
+        for level in 0..self.rank() {
             let c = self.tuples.get(entry, level);
             inside &= c < self.extents[level];
             if let (Some(l), None) = (last, found.1) {
@@ -180,6 +220,20 @@ impl<T: Tuples> Walk<'_, T> {
     }
 
     fn build(&self) -> Result<Option<Output>, BuildError> {
+        // Sorted input is built in one pass; the first entry out of order
+        // (random input meets one within a few entries) hands over to the
+        // scan, which can set strays aside.
+        let width = self.input.slots.width;
+        let once = match width {
+            1 => self.one_pass::<1>(),
+            2 => self.one_pass::<2>(),
+            4 => self.one_pass::<4>(),
+            8 => self.one_pass::<8>(),
+            _ => self.one_pass::<0>(),
+        }?;
+        if once.is_some() {
+            return Ok(once);
+        }
         let Ok((run, strays)) = self.scan() else { return Ok(None) };
         if strays.sorted.is_empty() {
             // The run is the storage order, and its tally the tree's.
@@ -195,6 +249,84 @@ impl<T: Tuples> Walk<'_, T> {
         // sizes and cut to what was written (a few words over, at most).
         let bounds: Vec<usize> = run.counts.iter().map(|&n| n + strays.sorted.len()).collect();
         self.write(&bounds, &strays).map(Some)
+    }
+
+    /// The tree of input already in storage order, written as it is read;
+    /// `Ok(None)` at the first entry out of order or outside the shape.
+    ///
+    /// The arrays grow as they are written: the leaf level and the values
+    /// are reserved at the input's length (exact unless duplicates merge or
+    /// zeros drop), the upper levels, usually far smaller, grow by doubling
+    /// and are cut to size at the end. `W` is the value width (0: the
+    /// slots' own). The same tree as [`Walk::write`] of the run.
+    fn one_pass<const W: usize>(&self) -> Result<Option<Output>, BuildError> {
+        let rank = self.rank();
+        let len = self.input.source.len;
+        let slots = self.input.slots;
+        let width = if W == 0 { slots.width } else { W };
+        let duplicates = self.input.options.duplicates;
+        let mut crds: Vec<Vec<u64>> = (0..rank).map(|_| Vec::new()).collect();
+        let mut poss: Vec<Vec<u64>> = (0..rank).map(|_| Vec::new()).collect();
+        if let Some(leaves) = crds.last_mut() {
+            leaves.reserve_exact(len);
+        }
+        let mut values: Vec<u8> = Vec::with_capacity(len * width);
+        let mut prev: Option<usize> = None;
+        let mut first_duplicate = None;
+        for entry in 0..len {
+            let (order, split, inside) = self.step(prev, entry);
+            if !inside || order == Ordering::Less {
+                return Ok(None);
+            }
+            if !self.kept(entry) {
+                continue;
+            }
+            let slot = slots.slot(entry);
+            let Some(split) = split else {
+                // The same tuple as `prev`: a duplicate meets the last leaf's value.
+                let at = values.len().saturating_sub(width);
+                let into = values.get_mut(at..).unwrap_or_default();
+                match duplicates {
+                    // Sums were checked possible (`Slots::can_sum`) before the build.
+                    Duplicates::Sum => {
+                        let _ = slots.add_slot(into, slot);
+                    }
+                    Duplicates::Last => copy_slot::<W>(into, slot),
+                    Duplicates::First => {}
+                    // Reported once the whole input proved sorted: before
+                    // that, a stray further on may make another pair the
+                    // first duplicate in storage order.
+                    Duplicates::Error => {
+                        first_duplicate.get_or_insert((prev.unwrap_or(entry), entry));
+                    }
+                }
+                prev = Some(entry);
+                continue;
+            };
+            prev = Some(entry);
+            for level in split..rank {
+                if level > split {
+                    // The node just opened at level - 1 starts its children here.
+                    grow_push(&mut poss[level], crds[level].len() as u64);
+                }
+                grow_push(&mut crds[level], self.tuples.get(entry, level));
+            }
+            values.extend_from_slice(slot);
+        }
+        if let Some((first, second)) = first_duplicate {
+            return Err(self.input.source.duplicate(first, second));
+        }
+        // Close each level's pointers: the last node of level L - 1 ends at n_L.
+        for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
+            if level == 0 {
+                pos.push(0);
+            }
+            pos.push(crd.len() as u64);
+            pos.shrink_to_fit();
+            crd.shrink_to_fit();
+        }
+        values.shrink_to_fit();
+        Ok(Some((poss.into_iter().zip(crds).collect(), values)))
     }
 
     /// The run's tally and the strays sorted in storage order (a stray's
@@ -254,7 +386,7 @@ impl<T: Tuples> Walk<'_, T> {
 
     /// The kept entries in storage order, equal tuples in input order: the
     /// run, with the strays merged in.
-    fn merged<'s>(&'s self, strays: &'s Strays) -> Merged<'s, T> {
+    fn merged<'s>(&'s self, strays: &'s Strays) -> Merged<'s, T, R> {
         Merged { walk: self, strays, next: 0, stray: 0, pending: None }
     }
 
@@ -303,7 +435,7 @@ impl<T: Tuples> Walk<'_, T> {
         out: &mut Arrays<'_>,
         strays: &Strays,
     ) -> Result<[usize; MAX_RANK], BuildError> {
-        let leaf = self.rank - 1;
+        let leaf = self.rank() - 1;
         let slots = self.input.slots;
         let width = if W == 0 { slots.width } else { W };
         let duplicates = self.input.options.duplicates;
@@ -332,7 +464,7 @@ impl<T: Tuples> Walk<'_, T> {
                 continue;
             };
             prev = Some(entry);
-            for level in split..self.rank {
+            for level in split..self.rank() {
                 if level > split {
                     // The node just opened at level - 1 starts its children here.
                     out.pos[level][opened[level - 1] - 1] = opened[level] as u64;
@@ -347,6 +479,18 @@ impl<T: Tuples> Walk<'_, T> {
     }
 }
 
+/// Pushes `x`, growing a full `v` by an eighth (at least 4096 elements)
+/// rather than doubling it: an upper level of a one-pass build is cut to
+/// size only at the end, and its spare room would raise the build's peak.
+/// Large arrays are memory-mapped, where growing moves no data.
+#[inline(always)]
+fn grow_push(v: &mut Vec<u64>, x: u64) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.capacity() / 8).max(4096));
+    }
+    v.push(x);
+}
+
 /// `v` cut to `len` elements, its spare memory returned when there is any.
 fn cut<T>(v: &mut Vec<T>, len: usize) {
     if len < v.len() {
@@ -356,8 +500,8 @@ fn cut<T>(v: &mut Vec<T>, len: usize) {
 }
 
 /// The iterator of [`Walk::merged`].
-struct Merged<'s, T> {
-    walk: &'s Walk<'s, T>,
+struct Merged<'s, T, const R: usize> {
+    walk: &'s Walk<'s, T, R>,
     strays: &'s Strays,
     /// The next input position to look at for the run.
     next: usize,
@@ -367,7 +511,7 @@ struct Merged<'s, T> {
     pending: Option<usize>,
 }
 
-impl<T: Tuples> Iterator for Merged<'_, T> {
+impl<T: Tuples, const R: usize> Iterator for Merged<'_, T, R> {
     type Item = usize;
 
     #[inline(always)]
