@@ -311,7 +311,12 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 }
                 grow_push(&mut crds[level], self.tuples.get(entry, level));
             }
-            values.extend_from_slice(slot);
+            // A fixed-width copy: a `memcpy` call per value would cost more
+            // than the rest of the loop.
+            match <&[u8; W]>::try_from(slot) {
+                Ok(fixed) if W > 0 => values.extend_from_slice(fixed),
+                _ => values.extend_from_slice(slot),
+            }
         }
         if let Some((first, second)) = first_duplicate {
             return Err(self.input.source.duplicate(first, second));
