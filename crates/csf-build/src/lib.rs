@@ -63,9 +63,10 @@ impl<'a> Coo<'a> {
     }
 }
 
-/// Which mode order to store.
+/// How the builder picks the mode order it stores (the descriptor's field
+/// itself is [`hurray_format::ModeOrder`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum ModeOrder {
+pub enum ModeOrderPolicy {
     /// `[0, 1, ..., rank-1]`, the spec's default for writers with no preference.
     #[default]
     Identity,
@@ -94,7 +95,7 @@ pub enum Duplicates {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// The mode order.
-    pub mode_order: ModeOrder,
+    pub mode_order: ModeOrderPolicy,
     /// The duplicate policy.
     pub duplicates: Duplicates,
     /// Drop input entries whose value is zero (explicit zeros are kept by default:
@@ -109,7 +110,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            mode_order: ModeOrder::Identity,
+            mode_order: ModeOrderPolicy::Identity,
             duplicates: Duplicates::Error,
             drop_zeros: false,
             parallel: true,
@@ -199,7 +200,7 @@ pub enum BuildError {
 pub struct Built {
     /// The tensor; it satisfies every rule of the spec.
     pub tensor: OwnedCsf,
-    /// What `ModeOrder::Auto` chose and compared, when it ran.
+    /// What `ModeOrderPolicy::Auto` chose and compared, when it ran.
     pub auto: Option<AutoChoice>,
     /// Input entries merged into others or dropped as zeros.
     pub removed: u64,

@@ -1,4 +1,4 @@
-//! Choosing a mode order (`ModeOrder::Auto`).
+//! Choosing a mode order (`ModeOrderPolicy::Auto`).
 //!
 //! A CSF file stores `8 * (2 * (n_0 + ... + n_{rank-2}) + nnz + rank + 1)`
 //! bytes of `pos`/`crd`, and `n_L` is the number of distinct prefixes of the

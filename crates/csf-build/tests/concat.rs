@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use csf_build::{
-    build, concat, quantize, ArraySink, BuildError, Built, ConcatError, Coo, Indices, Joiner, ModeOrder,
-    Options, Quantize, StatisticsSection, VecSink,
+    build, concat, quantize, ArraySink, BuildError, Built, ConcatError, Coo, Indices, Joiner,
+    ModeOrderPolicy, Options, Quantize, StatisticsSection, VecSink,
 };
 use csf_core::{CsfView, OwnedCsf};
 use csf_testdata::{synthetic, Distribution, Rng};
@@ -54,7 +54,11 @@ impl Case {
     }
 
     fn options(&self) -> Options {
-        Options { mode_order: ModeOrder::Explicit(self.order.clone()), parallel: false, ..Options::default() }
+        Options {
+            mode_order: ModeOrderPolicy::Explicit(self.order.clone()),
+            parallel: false,
+            ..Options::default()
+        }
     }
 
     /// `build` of the entries `range`.

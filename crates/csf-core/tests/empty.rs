@@ -7,7 +7,7 @@ mod common;
 
 use common::{all_indices, iterate_all, view_container, Tree};
 use csf_core::{CsfView, LookupError};
-use csf_testdata::{reference_csf, Coo};
+use csf_testdata::{reference_csf, TestTensor};
 use hurray_format::ElementType;
 
 /// The spec's canonical empty tree for `shape` and `mode_order`.
@@ -50,7 +50,7 @@ fn assert_yields_nothing(view: &CsfView<'_>) {
 
 #[test]
 fn the_spec_empty_form_matches_the_reference_builder() {
-    let coo = Coo { shape: vec![2, 3, 4], indices: vec![], values: vec![] };
+    let coo = TestTensor { shape: vec![2, 3, 4], indices: vec![], values: vec![] };
     for order in [[0, 1, 2], [2, 0, 1]] {
         assert_eq!(reference_csf(&coo, &order).levels, empty(ElementType::F32, &[2, 3, 4], &order).levels);
     }

@@ -24,7 +24,7 @@ use hurray_format::{
     ShardDescriptor, Statistics,
 };
 
-use crate::{reference_csf, synthetic, Coo, CsfArrays, Distribution};
+use crate::{reference_csf, synthetic, CsfArrays, Distribution, TestTensor};
 
 /// What a reader must make of a corpus file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -472,8 +472,8 @@ fn spec() -> File {
 }
 
 /// The spec example's non-zeros as a coordinate list.
-fn spec_coo() -> Coo {
-    Coo {
+fn spec_coo() -> TestTensor {
+    TestTensor {
         shape: vec![2, 3, 4],
         indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0, 1, 1, 2],
         values: vec![1.0, 2.0, 3.0, 4.0],
@@ -484,7 +484,7 @@ fn spec_coo() -> Coo {
 /// across parents ([0, 1 | 2 | 3, 4]): merging two of its slices keeps them
 /// sorted, so a decreasing `pos_1` breaks invariant 2 and nothing else.
 fn wide() -> File {
-    let coo = Coo {
+    let coo = TestTensor {
         shape: vec![3, 5, 4],
         indices: vec![0, 0, 1, 0, 0, 3, 0, 1, 0, 1, 2, 2, 2, 3, 1, 2, 4, 0, 2, 4, 3],
         values: (1..=7).map(f64::from).collect(),
@@ -510,7 +510,7 @@ fn rank64() -> File {
 
 /// nf4 codes 1, 3, 5, 7, 15 at five distinct indices of shape [4,4,4].
 fn odd_nf4() -> File {
-    let coo = Coo {
+    let coo = TestTensor {
         shape: vec![4, 4, 4],
         indices: vec![0, 0, 0, 0, 1, 2, 1, 0, 3, 2, 2, 2, 3, 3, 1],
         values: vec![1.0, 3.0, 5.0, 7.0, 15.0],
@@ -768,7 +768,7 @@ fn valid_cases(out: &mut Cases) {
     out.valid("valid-rank-64", "rank 64 (the cap), reversed mode order, 3 non-zeros", &rank64());
 
     let max = u64::MAX;
-    let huge = Coo {
+    let huge = TestTensor {
         shape: vec![max; 3],
         indices: vec![max - 1, 0, max - 1, max - 1, max - 1, 0, 0, max - 1, max - 1],
         values: vec![1.0, 2.0, 3.0],
@@ -780,8 +780,11 @@ fn valid_cases(out: &mut Cases) {
         &huge_file,
     );
 
-    let odd =
-        Coo { shape: vec![2, 3, 4], indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0], values: vec![1.0, -2.0, 3.0] };
+    let odd = TestTensor {
+        shape: vec![2, 3, 4],
+        indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0],
+        values: vec![1.0, -2.0, 3.0],
+    };
     out.valid(
         "valid-i4-odd-nnz",
         "i4 values, nnz 3: two bytes, the unused high nibble of the last is zero",
@@ -948,7 +951,8 @@ fn structural_cases(out: &mut Cases) {
             values_bytes(ElementType::F32, &[1.0, 2.0]),
         ),
     );
-    let matrix = Coo { shape: vec![3, 4], indices: vec![0, 1, 2, 0, 2, 3], values: vec![1.0, 2.0, 3.0] };
+    let matrix =
+        TestTensor { shape: vec![3, 4], indices: vec![0, 1, 2, 0, 2, 3], values: vec![1.0, 2.0, 3.0] };
     out.strict(
         "rank-below-3-rank-2",
         "rank-below-3",
@@ -1473,8 +1477,11 @@ fn values_cases(out: &mut Cases) {
         "nf4, nnz 4: 3 bytes instead of ceil(4/2) = 2",
         &spec_with(ElementType::NF4, &sample_values(ElementType::NF4)).with(|f| f.buffers[0].0.push(0)),
     );
-    let odd =
-        Coo { shape: vec![2, 3, 4], indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0], values: vec![1.0, -2.0, 3.0] };
+    let odd = TestTensor {
+        shape: vec![2, 3, 4],
+        indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0],
+        values: vec![1.0, -2.0, 3.0],
+    };
     let odd_i4 = File::from_arrays(&reference_csf(&odd, &[0, 1, 2]), ElementType::I4);
     out.strict(
         "values-size-i4-odd-short",

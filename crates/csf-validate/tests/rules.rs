@@ -186,7 +186,7 @@ fn coordinate_bounds_use_the_extent_of_the_stored_dimension() {
     assert_eq!(both(&t), (Rule::CoordinateBounds, Some(2), Some(6), Some(3), u64::MAX, 4));
 
     // Mode order [2, 1, 0] on shape [2, 3, 4]: level 0 is bounded by 4, level 2 by 2.
-    let coo = csf_testdata::Coo {
+    let coo = csf_testdata::TestTensor {
         shape: vec![2, 3, 4],
         indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0, 1, 1, 2],
         values: vec![1.0, 2.0, 3.0, 4.0],

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use csf_build::{Coo, Duplicates, Indices, ModeOrder, Options, Quantize, StatisticsSection};
+use csf_build::{Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, StatisticsSection};
 use csf_core::{CsfView, OwnedCsf};
 use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -22,11 +22,11 @@ fn element_type(name: &str) -> PyResult<ElementType> {
 }
 
 /// `"identity"`, `"auto"`, or a permutation.
-fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrder> {
+fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrderPolicy> {
     if let Ok(name) = spec.extract::<String>() {
         return match name.as_str() {
-            "identity" => Ok(ModeOrder::Identity),
-            "auto" => Ok(ModeOrder::Auto),
+            "identity" => Ok(ModeOrderPolicy::Identity),
+            "auto" => Ok(ModeOrderPolicy::Auto),
             other => Err(PyValueError::new_err(format!(
                 "mode_order '{other}' is neither 'identity', 'auto' nor a permutation"
             ))),
@@ -39,7 +39,7 @@ fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrder> {
     let dims: Result<Vec<u32>, _> = order.iter().map(|&d| u32::try_from(d)).collect();
     let dims =
         dims.map_err(|_| PyValueError::new_err(format!("mode order {order:?} is not a permutation")))?;
-    Ok(ModeOrder::Explicit(dims))
+    Ok(ModeOrderPolicy::Explicit(dims))
 }
 
 fn duplicates(name: &str) -> PyResult<Duplicates> {

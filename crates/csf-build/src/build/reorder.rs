@@ -6,7 +6,7 @@ use hurray_format::QuantScheme;
 
 use super::build;
 use crate::values::Slots;
-use crate::{BuildError, Built, Coo, Indices, ModeOrder, Options, Quantize};
+use crate::{BuildError, Built, Coo, Indices, ModeOrderPolicy, Options, Quantize};
 
 /// Re-orders an existing tensor to another mode order, without going through a
 /// dense array: its entries are read in leaf order and rebuilt.
@@ -29,7 +29,7 @@ use crate::{BuildError, Built, Coo, Indices, ModeOrder, Options, Quantize};
 /// [`BuildError::MissingValue`] when a stored leaf has no value (unvalidated
 /// input); [`BuildError::Quantize`] when re-quantizing meets a value that is
 /// not finite (an MXFP block whose scale is NaN, say).
-pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrder, parallel: bool) -> Result<Built, BuildError> {
+pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrderPolicy, parallel: bool) -> Result<Built, BuildError> {
     let options = Options { mode_order, parallel, ..Options::default() };
     let quantization = view.quantization();
     let scheme = quantization.map(|q| q.scheme);

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use csf_core::{CsfView, Level, LookupError, Value};
-use csf_testdata::{Coo, CsfArrays};
+use csf_testdata::{CsfArrays, TestTensor};
 use hurray_format::le::U64Array;
 use hurray_format::{BufferEntry, Container, Descriptor, ElementType};
 
@@ -142,7 +142,7 @@ pub fn view_container(bytes: &[u8]) -> CsfView<'_> {
 
 /// The logical tensor a COO list denotes (later duplicates win, like
 /// `reference_csf`), with values rounded to `f32` as the tree stores them.
-pub fn oracle(coo: &Coo) -> BTreeMap<Vec<u64>, f32> {
+pub fn oracle(coo: &TestTensor) -> BTreeMap<Vec<u64>, f32> {
     let mut map = BTreeMap::new();
     for i in 0..coo.len() {
         map.insert(coo.index(i).to_vec(), coo.values[i] as f32);
