@@ -21,7 +21,7 @@ use hurray_format::{ElementType, Statistics};
 
 use csf_core::{CsfView, OwnedCsf};
 
-pub use build::{build, reorder};
+pub use build::{build, reorder, ReorderOptions};
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 

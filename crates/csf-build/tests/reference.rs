@@ -1,6 +1,8 @@
 //! The builder against the reference builder of csf-testdata, and the spec.
 
-use csf_build::{build, reorder, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options};
+use csf_build::{
+    build, reorder, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options, ReorderOptions,
+};
 use csf_testdata::{reference_csf, synthetic, Distribution};
 use hurray_format::ElementType;
 
@@ -176,7 +178,11 @@ fn reorder_gives_the_same_tensor_in_another_order() {
     let coo = synthetic(&[30, 40, 50], 2000, Distribution::Uniform, 9);
     let options = Options { duplicates: Duplicates::Last, ..Options::default() };
     let built = build(&f64_coo(&coo.shape, &coo.indices, &coo.values), &options).unwrap();
-    let moved = reorder(&built.tensor.view(), ModeOrderPolicy::Explicit(vec![2, 0, 1]), true).unwrap();
+    let moved = reorder(
+        &built.tensor.view(),
+        &ReorderOptions { mode_order: ModeOrderPolicy::Explicit(vec![2, 0, 1]), parallel: true },
+    )
+    .unwrap();
     let want = reference_csf(&coo, &[2, 0, 1]);
     assert_eq!(levels_of(&moved), want.levels);
     let a = built.tensor.view().to_coo(csf_core::CooOrder::Logical);

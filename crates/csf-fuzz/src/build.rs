@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use arbitrary::{Result, Unstructured};
-use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize};
+use csf_build::{
+    BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions,
+};
 use csf_core::{CsfView, Values};
 use hurray_format::{Container, ElementType, Packing, QuantScheme};
 
@@ -291,7 +293,8 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
 
     // Re-ordering keeps the entries.
     let order = permutation(u, case.rank()).unwrap_or_else(|_| (0..case.rank() as u32).collect());
-    let again = csf_build::reorder(&view, ModeOrderPolicy::Explicit(order.clone()), false).expect("reorder");
+    let again =
+        csf_build::reorder(&view, &sequential(ModeOrderPolicy::Explicit(order.clone()))).expect("reorder");
     let again = again.tensor.view();
     assert_eq!(again.mode_order(), order.as_slice(), "reorder did not use the mode order asked");
     let mut got = entries(&again, nan);
@@ -322,7 +325,7 @@ fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u:
 
     let view = built.tensor.view();
     let order = permutation(u, case.rank()).unwrap_or_else(|_| (0..case.rank() as u32).collect());
-    let Ok(again) = csf_build::reorder(&view, ModeOrderPolicy::Explicit(order), false) else {
+    let Ok(again) = csf_build::reorder(&view, &sequential(ModeOrderPolicy::Explicit(order))) else {
         // Only re-quantizing can fail, on a value that is not finite (an
         // MXFP block whose scale is NaN, say).
         let scheme = view.quantization().map(|q| q.scheme);
@@ -392,4 +395,10 @@ fn check_auto(case: &Case, built: &Built) {
     let stored: u64 = view.levels().iter().map(|l| 8 * (l.pos.len() + l.crd.len()) as u64).sum();
     // `index_bytes` is what the tensor stores (finding 6 of docs/fuzzing.md, fixed).
     assert_eq!(choice.index_bytes, stored, "Auto's index_bytes is not what it stores: {case:?} {choice:?}");
+}
+
+/// Re-ordering to `mode_order` on the calling thread (a fuzz run is one
+/// thread; rayon would only add noise).
+fn sequential(mode_order: ModeOrderPolicy) -> ReorderOptions {
+    ReorderOptions { mode_order, parallel: false }
 }

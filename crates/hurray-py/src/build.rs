@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use csf_build::{Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, StatisticsSection};
+use csf_build::{Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions, StatisticsSection};
 use csf_core::{CsfView, OwnedCsf};
 use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -252,8 +252,8 @@ pub(crate) fn reorder<'py>(
     let order = self::mode_order(mode_order)?;
     let statistics =
         hurray_format::Container::decode(raw).map(|c| c.descriptor().statistics.is_some()).unwrap_or(false);
-    let parallel = threads != Some(1);
-    let work = || encode(csf_build::reorder(&view, order, parallel).map_err(Fail::Build)?, statistics);
+    let options = ReorderOptions { mode_order: order, parallel: threads != Some(1) };
+    let work = || encode(csf_build::reorder(&view, &options).map_err(Fail::Build)?, statistics);
     let result = py.detach(|| with_threads(threads, work));
     let (bytes, auto, removed) = result?.map_err(|e| e.into_err(py))?;
     Ok((PyArray1::from_vec(py, bytes), auto, removed))

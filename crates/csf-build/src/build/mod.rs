@@ -14,7 +14,7 @@ mod plan;
 mod radix;
 mod reorder;
 
-pub use reorder::reorder;
+pub use reorder::{reorder, ReorderOptions};
 
 use csf_core::OwnedCsf;
 

@@ -8,6 +8,23 @@ use super::build;
 use crate::values::Slots;
 use crate::{BuildError, Built, Coo, Indices, ModeOrderPolicy, Options, Quantize};
 
+/// How [`reorder`] rebuilds a tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReorderOptions {
+    /// The mode order to store after re-ordering (the default is the
+    /// identity order; [`ModeOrderPolicy::Auto`] picks the smallest).
+    pub mode_order: ModeOrderPolicy,
+    /// Sort and gather on rayon's thread pool (the default), rather than on
+    /// the calling thread alone.
+    pub parallel: bool,
+}
+
+impl Default for ReorderOptions {
+    fn default() -> Self {
+        Self { mode_order: ModeOrderPolicy::Identity, parallel: true }
+    }
+}
+
 /// Re-orders an existing tensor to another mode order, without going through a
 /// dense array: its entries are read in leaf order and rebuilt.
 ///
@@ -29,7 +46,8 @@ use crate::{BuildError, Built, Coo, Indices, ModeOrderPolicy, Options, Quantize}
 /// [`BuildError::MissingValue`] when a stored leaf has no value (unvalidated
 /// input); [`BuildError::Quantize`] when re-quantizing meets a value that is
 /// not finite (an MXFP block whose scale is NaN, say).
-pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrderPolicy, parallel: bool) -> Result<Built, BuildError> {
+pub fn reorder(view: &CsfView<'_>, options: &ReorderOptions) -> Result<Built, BuildError> {
+    let ReorderOptions { mode_order, parallel } = options.clone();
     let options = Options { mode_order, parallel, ..Options::default() };
     let quantization = view.quantization();
     let scheme = quantization.map(|q| q.scheme);
