@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 use csf_build::{build, Coo, Indices, ModeOrderPolicy, Options, Quantize, StatisticsSection};
-use csf_validate::{validate, Mode, Rule};
+use csf_validate::{validate, Rule};
 use hurray_format::{csf, Container, ElementType};
 
 // The firmware also counts entries with it; this script only needs the hash.
@@ -188,7 +188,7 @@ fn valid(
     meant: &[(Vec<u64>, f32)],
     absent: &[Vec<u64>],
 ) {
-    let view = csf_validate::read(bytes, Mode::Strict).expect("the builder's output is strictly valid");
+    let view = csf_validate::read(bytes).expect("the builder's output is strictly valid");
     let mode_order = view.mode_order().to_vec();
     let element_type = view.element_type();
     embed(out, source, name, ident, bytes);
@@ -291,7 +291,7 @@ fn fixtures(out: &Path, source: &mut String) {
     let quant = Input::random(&[6, 8, 12], 72, 0x5eed_0002);
     let scheme = Quantize::PerBlock { block_size: 16, dtype: ElementType::I4, zero_point: true };
     let quant_bytes = quant.container(ModeOrderPolicy::Identity, Some(scheme));
-    let view = csf_validate::read(&quant_bytes, Mode::Strict).expect("strictly valid");
+    let view = csf_validate::read(&quant_bytes).expect("strictly valid");
     let (lo, hi) =
         quant.entries.iter().fold((f32::MAX, f32::MIN), |(lo, hi), (_, v)| (lo.min(*v), hi.max(*v)));
     // Within a block the step is (max - min) / 15 at most; half a step is the

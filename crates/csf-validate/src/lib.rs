@@ -193,16 +193,30 @@ fn at(offset: &Option<u64>) -> impl core::fmt::Display {
     At(*offset)
 }
 
-/// Decodes `bytes` and validates the tensor in `mode`.
+/// Decodes `bytes` and validates the tensor strictly, returning the
+/// [`ValidCsf`] that proves it: [`validate`] on the decoded container.
 ///
 /// # Errors
-/// [`Error::Decode`], or [`Error::Invalid`] with the first violation and,
-/// when it is about an element of a buffer, its byte offset in `bytes`.
-pub fn read(bytes: &[u8], mode: Mode) -> Result<CsfView<'_>, Error> {
+/// [`Error::Decode`] when the framing is broken, or [`Error::Invalid`] with
+/// the first violation and, when it is about an element of a buffer, its
+/// byte offset in `bytes`.
+pub fn read(bytes: &[u8]) -> Result<ValidCsf<'_>, Error> {
     let container = Container::decode(bytes)?;
-    let checked = match mode {
-        Mode::Strict => validate(&container).map(ValidCsf::into_view),
-        Mode::Permissive => validate_permissive(&container),
-    };
-    checked.map_err(|violation| Error::Invalid { offset: violation.offset(&container), violation })
+    validate(&container).map_err(|violation| invalid(&container, violation))
+}
+
+/// Decodes `bytes` and checks only the structural rules, for trusted data:
+/// [`validate_permissive`] on the decoded container. The view's accessors
+/// stay total on whatever it lets through.
+///
+/// # Errors
+/// As [`read`], for the structural rules only.
+pub fn read_permissive(bytes: &[u8]) -> Result<CsfView<'_>, Error> {
+    let container = Container::decode(bytes)?;
+    validate_permissive(&container).map_err(|violation| invalid(&container, violation))
+}
+
+/// `violation` of `container`, with the byte of the input it is about.
+fn invalid(container: &Container<'_>, violation: Violation) -> Error {
+    Error::Invalid { offset: violation.offset(container), violation }
 }

@@ -9,8 +9,8 @@ mod common;
 
 use common::{encode, f32_bytes, Tree};
 use csf_validate::{
-    read, report, validate, validate_permissive, validate_view, validate_with, Error, Mode, Rule, Sink, Stop,
-    Violation, Warning,
+    read, read_permissive, report, validate, validate_permissive, validate_view, validate_with, Error, Mode,
+    Rule, Sink, Stop, Violation, Warning,
 };
 use hurray_format::{
     Container, DeviceTag, ElementType, FixedVec, QuantScheme, Quantization, ShardDescriptor, Statistics,
@@ -35,7 +35,7 @@ fn file_error(bytes: &[u8]) -> Violation {
     let container = Container::decode(bytes).expect("decodes");
     let v = validate(&container).expect_err("the file is broken");
     assert_eq!(report(&container, Mode::Strict, 10).errors.first(), Some(&v), "report and validate agree");
-    match read(bytes, Mode::Strict) {
+    match read(bytes) {
         Err(Error::Invalid { violation, offset }) => {
             assert_eq!(violation, v);
             assert_eq!(offset, v.offset(&container), "read gives the violation's byte");
@@ -348,7 +348,7 @@ fn violations_give_the_byte_of_their_element_in_the_file() {
         let start = container.data_start() as u64 + container.descriptor().buffers[buffer].offset;
         assert_eq!(start, container.buffer_range(buffer).unwrap().start as u64);
         assert_eq!(v.offset(&container), Some(start + within), "{v}");
-        let e = read(&bytes, Mode::Strict).unwrap_err();
+        let e = read(&bytes).unwrap_err();
         assert!(e.to_string().starts_with(&format!("byte {}: {v}", start + within)), "{e}");
         assert_eq!(std::error::Error::source(&e).map(|s| s.to_string()), Some(v.to_string()));
     }
@@ -359,7 +359,7 @@ fn violations_give_the_byte_of_their_element_in_the_file() {
     let v = file_error(&bytes);
     assert_eq!(v.rule, Rule::ValuesSize);
     assert_eq!(v.offset(&Container::decode(&bytes).unwrap()), None);
-    assert!(read(&bytes, Mode::Strict).unwrap_err().to_string().starts_with("values buffer is"));
+    assert!(read(&bytes).unwrap_err().to_string().starts_with("values buffer is"));
     let mut t = Tree::spec_example();
     t.mode_order = vec![0, 0, 2];
     let bytes = t.encode();
@@ -997,11 +997,11 @@ fn permissive_mode_enforces_exactly_the_structural_rules() {
     *t.crd(2) = vec![3, 1, 9, 0];
     *t.pos(1) = vec![3, 0, 7];
     let file = t.encode();
-    let view = read(&file, Mode::Permissive).expect("permissive accepts invariant breakage");
+    let view = read_permissive(&file).expect("permissive accepts invariant breakage");
     let mut n = 0;
     view.for_each(|_, _| n += 1);
     assert!(n <= 4);
-    assert!(read(&file, Mode::Strict).is_err());
+    assert!(read(&file).is_err());
     let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 100);
     assert!(r.errors.iter().all(|v| !v.rule.is_structural()), "{r:?}");
     // Structural ones fail both modes with the same violation.
