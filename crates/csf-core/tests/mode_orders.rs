@@ -6,8 +6,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{all_indices, check_against_oracle, f32_bytes, get_f32, iterate_all, oracle, Tree};
+use common::{all_indices, check_against_oracle, get_f32, iterate_all, oracle};
 use csf_core::{LookupError, Value};
+use csf_testdata::tree::{f32_bytes, Tree};
 use csf_testdata::{reference_csf, synthetic, Distribution, TestTensor};
 use hurray_format::ElementType;
 
@@ -143,7 +144,7 @@ fn a_container_keeps_its_mode_order() {
     for order in ORDERS {
         let coo = synthetic(&[4, 5, 6], 60, Distribution::Uniform, 11);
         let tree = Tree::from_arrays(&reference_csf(&coo, &order));
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         let view = common::view_container(&bytes);
         assert_eq!(view.mode_order(), order);
         check_against_oracle(&view, &oracle(&coo), &[]);

@@ -6,7 +6,8 @@
 
 mod common;
 
-use common::{check_against_oracle, check_subtrees, oracle, Tree};
+use common::{check_against_oracle, check_subtrees, oracle};
+use csf_testdata::tree::Tree;
 use csf_testdata::{reference_csf, TestTensor};
 use proptest::prelude::*;
 
@@ -66,7 +67,7 @@ proptest! {
         }
         check_subtrees(&view, &absent);
         // The same through a container.
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         let contained = common::view_container(&bytes);
         check_against_oracle(&contained, &map, &absent);
         check_subtrees(&contained, &absent);

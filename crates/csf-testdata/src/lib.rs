@@ -8,8 +8,14 @@
 //! - [`read_tns`] / [`shared_data`]: the real FROSTT tensors in `../shared/data`,
 //!   when that folder exists (tests must pass without it).
 //! - [`corpus`]: the malformed-file corpus, each file with its expected verdict.
+//! - [`tree`]: the owned CSF [`Tree`] the decoder crates' tests edit, view and
+//!   encode, the byte helpers they share, and the `per_tensor` quantization
+//!   fixture.
 
 pub mod corpus;
+pub mod tree;
+
+pub use tree::Tree;
 
 pub mod alloc_count;
 

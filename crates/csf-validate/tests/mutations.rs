@@ -3,11 +3,9 @@
 //! never a panic; permissive validation and every accessor stay total on the
 //! corrupted file.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::Tree;
+use csf_testdata::tree::Tree;
 use csf_testdata::{reference_csf, TestTensor};
 use csf_validate::{report, validate, validate_permissive, Mode};
 use hurray_format::Container;

@@ -4,7 +4,8 @@
 use hurray_format::{ElementType, FixedVec, Quantization, ShardDescriptor, Statistics};
 
 use super::file::{Cases, File, CUDA, HOST};
-use super::tensors::{empty, per_tensor, quantized, rank4, spec, spec_statistics};
+use super::tensors::{empty, quantized, rank4, spec, spec_statistics};
+use crate::tree::per_tensor;
 
 pub(super) fn descriptor_cases(out: &mut Cases) {
     let order = |f: &mut File, o: &[u32]| f.desc.mode_order = FixedVec::from_slice(o).expect("fits");

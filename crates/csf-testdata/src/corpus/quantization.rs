@@ -4,7 +4,8 @@
 use hurray_format::{ElementType, QuantScheme, Quantization};
 
 use super::file::{Cases, HOST};
-use super::tensors::{f32s, per_tensor, quantized, quantized_as};
+use super::tensors::{f32s, quantized, quantized_as};
+use crate::tree::per_tensor;
 
 /// Valid files for each scheme of `docs/format.md` § 5.7, and one file
 /// breaking each of its rules.

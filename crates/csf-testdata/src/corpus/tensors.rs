@@ -1,10 +1,11 @@
 //! The tensors the cases start from: the spec example and its variants,
 //! empty, wide, rank-4, rank-64 and quantized tensors.
 
-use hurray_format::{ElementType, QuantScheme, Quantization, Statistics};
+use hurray_format::{ElementType, Quantization, Statistics};
 
 use super::elements::values_bytes;
 use super::file::{File, HOST};
+use crate::tree::per_tensor;
 use crate::{reference_csf, synthetic, Distribution, TestTensor};
 
 /// The spec's worked example (csf-layout.txt § Example): shape [2, 3, 4].
@@ -79,16 +80,6 @@ pub(super) fn empty(shape: &[u64], mode_order: &[u32]) -> File {
 /// The statistics a writer should record for the spec example.
 pub(super) fn spec_statistics() -> Statistics {
     Statistics { nnz: 4, sparsity_ratio: 1.0 - 4.0 / 24.0, min: Some(1.0), max: Some(4.0) }
-}
-
-pub(super) fn per_tensor() -> Quantization {
-    Quantization {
-        scheme: QuantScheme::PerTensor,
-        axis: 0,
-        block_size: 0,
-        scale_type: ElementType::F32,
-        zero_point_type: None,
-    }
 }
 
 /// The spec example with i8 values and a per-tensor scale (one f32 buffer
