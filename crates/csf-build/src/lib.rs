@@ -37,7 +37,21 @@ pub enum Indices<'a> {
     Columnar(&'a [&'a [u64]]),
 }
 
-/// A COO tensor to build from.
+/// A COO tensor to build from: borrowed coordinates and values.
+///
+/// # Example
+/// ```
+/// use csf_build::{Coo, Indices};
+/// use hurray_format::ElementType;
+///
+/// // The same two entries of a [2, 3, 4] tensor, entry by entry or one array per dimension.
+/// let row_major = Coo::new(&[2, 3, 4], Indices::RowMajor(&[0, 0, 1, 1, 2, 3]), &[1.5f32, 2.5]);
+/// let (i, j, k): (&[u64], &[u64], &[u64]) = (&[0, 1], &[0, 2], &[1, 3]);
+/// let columns = [i, j, k];
+/// let columnar = Coo::new(&[2, 3, 4], Indices::Columnar(&columns), &[1.5f32, 2.5]);
+/// assert_eq!(row_major.element_type, ElementType::F32);
+/// assert_eq!(row_major.values, columnar.values); // little-endian bytes, 4 per value
+/// ```
 #[derive(Clone, Debug)]
 pub struct Coo<'a> {
     /// The logical shape; its length is the rank.

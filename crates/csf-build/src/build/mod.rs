@@ -31,6 +31,20 @@ const PRESORTED_PARALLEL_MAX: usize = 1 << 17;
 
 /// Builds a CSF tensor from COO input.
 ///
+/// # Example
+/// ```
+/// use csf_build::{build, Coo, Duplicates, Indices, Options};
+///
+/// // Three entries of a [2, 3, 4] tensor, in any order, two of them at (1, 1, 2).
+/// let coo = Coo::new(&[2, 3, 4], Indices::RowMajor(&[1, 1, 2, 0, 0, 1, 1, 1, 2]), &[4.0f64, 1.0, 0.5]);
+/// let options = Options { duplicates: Duplicates::Sum, ..Options::default() };
+/// let built = build(&coo, &options)?;
+/// assert_eq!(built.removed, 1); // merged into the other (1, 1, 2)
+/// let view = built.tensor.view();
+/// assert_eq!((view.nnz(), view.get_f64(&[1, 1, 2])?), (2, 4.5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// A [`BuildError`] for rank outside `3..=64`, arrays of mismatched lengths,
 /// an invalid explicit mode order, a coordinate outside the shape, a

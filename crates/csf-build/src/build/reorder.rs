@@ -41,6 +41,20 @@ impl Default for ReorderOptions {
 ///   E8M0 for MXFP). Each value then differs from the one before by at most
 ///   the scheme's rounding error in its new block.
 ///
+/// # Example
+/// ```
+/// use csf_build::{build, reorder, Coo, Indices, ModeOrderPolicy, Options, ReorderOptions};
+///
+/// let coo = Coo::new(&[2, 3, 4], Indices::RowMajor(&[1, 1, 2, 0, 0, 1]), &[4.0f32, 1.0]);
+/// let built = build(&coo, &Options::default())?;
+/// let options = ReorderOptions { mode_order: ModeOrderPolicy::Explicit(vec![2, 0, 1]), ..ReorderOptions::default() };
+/// let moved = reorder(&built.tensor.view(), &options)?;
+/// let view = moved.tensor.view();
+/// assert_eq!(view.mode_order(), [2, 0, 1]);
+/// assert_eq!(view.get_f64(&[1, 1, 2])?, 4.0); // the same tensor, stored k first
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`build`] (a duplicate can only come from unvalidated input);
 /// [`BuildError::MissingValue`] when a stored leaf has no value (unvalidated
