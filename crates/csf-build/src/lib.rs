@@ -56,7 +56,8 @@ pub enum Indices<'a> {
 pub struct Coo<'a> {
     /// The logical shape; its length is the rank.
     pub shape: &'a [u64],
-    /// The coordinates.
+    /// Each entry's coordinates, one per dimension, entry by entry or
+    /// dimension by dimension.
     pub indices: Indices<'a>,
     /// The values' element type.
     pub element_type: ElementType,
@@ -108,9 +109,9 @@ pub enum Duplicates {
 /// How to build.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// The mode order.
+    /// How the stored mode order is chosen (identity by default).
     pub mode_order: ModeOrderPolicy,
-    /// The duplicate policy.
+    /// What to do with entries that share an index (fail by default).
     pub duplicates: Duplicates,
     /// Drop input entries whose value is zero (explicit zeros are kept by default:
     /// they are stored values). With [`Duplicates::Sum`], sums that come to zero are kept.
@@ -140,13 +141,13 @@ pub enum BuildError {
     /// CSF needs rank >= 3.
     #[error("{}", RankError::TooSmall(*rank))]
     RankTooSmall {
-        /// The rank.
+        /// The rank asked for (the shape's length).
         rank: usize,
     },
     /// Rank above the cap.
     #[error("{}", RankError::TooLarge(*rank))]
     RankTooLarge {
-        /// The rank.
+        /// The rank asked for (the shape's length).
         rank: usize,
     },
     /// The arrays do not agree in length.
@@ -164,7 +165,7 @@ pub enum BuildError {
     BadModeOrder {
         /// The order given.
         order: Vec<u32>,
-        /// The rank.
+        /// The tensor's rank, which the order must permute.
         rank: usize,
     },
     /// A coordinate is outside the shape.
@@ -172,17 +173,17 @@ pub enum BuildError {
     OutOfBounds {
         /// The entry's position in the input.
         entry: usize,
-        /// The dimension.
+        /// The logical dimension the coordinate is for.
         dim: usize,
-        /// The coordinate.
+        /// The coordinate given.
         coord: u64,
-        /// The extent.
+        /// The shape's extent in that dimension, which the coordinate must be below.
         extent: u64,
     },
     /// Two entries share a coordinate and the policy is [`Duplicates::Error`].
     #[error("entries {first} and {second} share the index {index:?}")]
     Duplicate {
-        /// The logical index.
+        /// The logical index both entries hold.
         index: Vec<u64>,
         /// The earlier entry's position in the input.
         first: usize,
@@ -201,7 +202,7 @@ pub enum BuildError {
     /// parameters): possible only on unvalidated input.
     #[error("leaf {leaf} has no value (the tensor was not validated)")]
     MissingValue {
-        /// The leaf position.
+        /// The leaf position (in storage order) whose value is missing.
         leaf: u64,
     },
     /// [`Duplicates::Sum`] on a type without exact addition here.

@@ -41,7 +41,8 @@ use crate::Source;
 /// What `Auto` chose, and what it compared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoChoice {
-    /// The chosen order.
+    /// The mode order `Auto` picked: the one of those compared that stores
+    /// the fewest bytes.
     pub mode_order: Vec<u32>,
     /// Bytes of `pos`/`crd` the chosen order stores.
     pub index_bytes: u64,

@@ -67,7 +67,7 @@ impl<'a> ValidCsf<'a> {
         Self { view }
     }
 
-    /// The view.
+    /// The tensor's view, borrowed (the proof of validity is kept).
     pub fn view(&self) -> &CsfView<'a> {
         &self.view
     }

@@ -162,13 +162,13 @@ pub struct Joiner<S: ArraySink> {
 /// tensor, and what its descriptor needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Joined<S> {
-    /// The sink.
+    /// The sink the joiner wrote to, holding every level and the values.
     pub sink: S,
-    /// The element type.
+    /// The values' element type, shared by every part.
     pub element_type: ElementType,
-    /// The shape.
+    /// The logical shape, shared by every part.
     pub shape: Vec<u64>,
-    /// The mode order.
+    /// The storage order of the dimensions, shared by every part.
     pub mode_order: Vec<u32>,
     /// `n_L` per level (so `pos_L` holds `n_{L-1} + 1` words, `pos_0` two).
     pub node_counts: Vec<u64>,
