@@ -3,7 +3,9 @@
 
 use std::borrow::Cow;
 
-use csf_build::{Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions, StatisticsSection};
+use csf_build::{
+    Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions, StatisticsSection,
+};
 use csf_core::{CsfView, OwnedCsf};
 use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
