@@ -22,8 +22,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
-use csf_build::{build, Coo, Indices, ModeOrder, Options, Quantize, StatisticsSection};
-use csf_validate::{validate, Mode, Rule};
+use csf_build::{build, Coo, Indices, ModeOrderPolicy, Options, Quantize, StatisticsSection};
+use csf_validate::{validate, Rule};
 use hurray_format::{csf, Container, ElementType};
 
 // The firmware also counts entries with it; this script only needs the hash.
@@ -106,7 +106,7 @@ impl Input {
         Self { shape: shape.to_vec(), entries }
     }
 
-    fn container(&self, mode_order: ModeOrder, quantize: Option<Quantize>) -> Vec<u8> {
+    fn container(&self, mode_order: ModeOrderPolicy, quantize: Option<Quantize>) -> Vec<u8> {
         let indices: Vec<u64> = self.entries.iter().flat_map(|(i, _)| i.iter().copied()).collect();
         let values: Vec<f32> = self.entries.iter().map(|(_, v)| *v).collect();
         let coo = Coo::new(&self.shape, Indices::RowMajor(&indices), &values);
@@ -188,7 +188,7 @@ fn valid(
     meant: &[(Vec<u64>, f32)],
     absent: &[Vec<u64>],
 ) {
-    let view = csf_validate::read(bytes, Mode::Strict).expect("the builder's output is strictly valid");
+    let view = csf_validate::read(bytes).expect("the builder's output is strictly valid");
     let mode_order = view.mode_order().to_vec();
     let element_type = view.element_type();
     embed(out, source, name, ident, bytes);
@@ -257,7 +257,7 @@ fn damaged(
 fn fixtures(out: &Path, source: &mut String) {
     // The spec's example, identity order (csf-layout.txt § Example).
     let spec = Input::spec_example();
-    let spec_bytes = spec.container(ModeOrder::Identity, None);
+    let spec_bytes = spec.container(ModeOrderPolicy::Identity, None);
     valid(
         out,
         source,
@@ -272,7 +272,7 @@ fn fixtures(out: &Path, source: &mut String) {
     // A few KiB, rank 4, stored in a non-identity mode order.
     let orders = Input::random(&[12, 10, 9, 8], 160, 0x5eed_0001);
     let order = vec![2, 0, 3, 1];
-    let orders_bytes = orders.container(ModeOrder::Explicit(order.clone()), None);
+    let orders_bytes = orders.container(ModeOrderPolicy::Explicit(order.clone()), None);
     assert!(orders_bytes.len() > 2048, "the mode-order fixture is {} bytes", orders_bytes.len());
     valid(
         out,
@@ -290,8 +290,8 @@ fn fixtures(out: &Path, source: &mut String) {
     // ones, which the host computes here and the target must match.
     let quant = Input::random(&[6, 8, 12], 72, 0x5eed_0002);
     let scheme = Quantize::PerBlock { block_size: 16, dtype: ElementType::I4, zero_point: true };
-    let quant_bytes = quant.container(ModeOrder::Identity, Some(scheme));
-    let view = csf_validate::read(&quant_bytes, Mode::Strict).expect("strictly valid");
+    let quant_bytes = quant.container(ModeOrderPolicy::Identity, Some(scheme));
+    let view = csf_validate::read(&quant_bytes).expect("strictly valid");
     let (lo, hi) =
         quant.entries.iter().fold((f32::MAX, f32::MIN), |(lo, hi), (_, v)| (lo.min(*v), hi.max(*v)));
     // Within a block the step is (max - min) / 15 at most; half a step is the

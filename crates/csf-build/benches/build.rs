@@ -17,7 +17,7 @@
 //!   global allocator, checked against the budget "output CSF + one key array +
 //!   one permutation array" (plus 1 MiB for bookkeeping; the input COO is
 //!   allocated before the peak is reset),
-//! - for the real tensors in `../shared/data`, `ModeOrder::Auto`: its order and
+//! - for the real tensors in `../shared/data`, `ModeOrderPolicy::Auto`: its order and
 //!   the bytes of `pos`/`crd` it stores against the identity order and SPLATT's
 //!   shortest-extent-first order, all three measured on built tensors, and its
 //!   time as a multiple of the identity build on all cores (`x identity`). The
@@ -41,7 +41,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use csf_build::{build, Built, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{build, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options};
 use csf_testdata::{read_tns, shared_data, synthetic, Distribution};
 
 // ---------------------------------------------------------------------------
@@ -340,7 +340,7 @@ fn ms(t: Duration) -> String {
     }
 }
 
-fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> Row {
+fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::TestTensor) -> Row {
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options = |parallel| Options { duplicates: Duplicates::Sum, parallel, ..Options::default() };
     let (ours_one, one) = settings.best(|| build(&input, &options(false)).expect("build"));
@@ -372,7 +372,7 @@ fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::Coo) -> Row {
     }
 }
 
-/// `ModeOrder::Auto` on a real tensor against identity and SPLATT's order.
+/// `ModeOrderPolicy::Auto` on a real tensor against identity and SPLATT's order.
 struct AutoRow {
     name: String,
     time: Duration,
@@ -385,17 +385,25 @@ struct AutoRow {
     splatt_bytes: u64,
 }
 
-fn run_auto(settings: &Settings, name: &str, coo: &csf_testdata::Coo, identity_time: Duration) -> AutoRow {
+fn run_auto(
+    settings: &Settings,
+    name: &str,
+    coo: &csf_testdata::TestTensor,
+    identity_time: Duration,
+) -> AutoRow {
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options = |mode_order| Options { mode_order, duplicates: Duplicates::Sum, ..Options::default() };
-    let (auto, sample) = settings.best(|| build(&input, &options(ModeOrder::Auto)).expect("auto build"));
+    let (auto, sample) =
+        settings.best(|| build(&input, &options(ModeOrderPolicy::Auto)).expect("auto build"));
     let rank = coo.rank() as u32;
     let identity: Vec<u32> = (0..rank).collect();
     // SPLATT orders the modes by extent, smallest first (ties in mode order).
     let mut splatt = identity.clone();
     splatt.sort_by_key(|&d| coo.shape[d as usize]);
     let bytes_of = |order: &[u32]| {
-        index_bytes(&build(&input, &options(ModeOrder::Explicit(order.to_vec()))).expect("explicit build"))
+        index_bytes(
+            &build(&input, &options(ModeOrderPolicy::Explicit(order.to_vec()))).expect("explicit build"),
+        )
     };
     let choice = auto.auto.as_ref().expect("Auto reports its choice");
     let row = AutoRow {
@@ -511,7 +519,7 @@ fn main() {
 
 /// `coo`'s entries in storage (identity) order, then `moved` of them moved
 /// to random places.
-fn presorted(coo: &csf_testdata::Coo, moved: usize) -> csf_testdata::Coo {
+fn presorted(coo: &csf_testdata::TestTensor, moved: usize) -> csf_testdata::TestTensor {
     let mut sorted: Vec<usize> = (0..coo.len()).collect();
     sorted.sort_by(|&a, &b| coo.index(a).cmp(coo.index(b)));
     // Take `moved` entries out, then put each back before a random place.
@@ -539,7 +547,7 @@ fn presorted(coo: &csf_testdata::Coo, moved: usize) -> csf_testdata::Coo {
     entries.extend(moves.map(|(_, m)| m));
     let indices = entries.iter().flat_map(|&e| coo.index(e).to_vec()).collect();
     let values = entries.iter().map(|&e| coo.values[e]).collect();
-    csf_testdata::Coo { shape: coo.shape.clone(), indices, values }
+    csf_testdata::TestTensor { shape: coo.shape.clone(), indices, values }
 }
 
 fn print_tables(rows: &[Row], autos: &[AutoRow], threads: usize) {

@@ -1,4 +1,4 @@
-//! What `ModeOrder::Auto` costs against an identity build of the same tensor:
+//! What `ModeOrderPolicy::Auto` costs against an identity build of the same tensor:
 //! `cargo run --release -p csf-build --example auto_cost [FILTER]`.
 //!
 //! The two builds are interleaved (identity, Auto, identity, Auto, ...) so
@@ -17,7 +17,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use csf_build::{build, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{build, Coo, Duplicates, Indices, ModeOrderPolicy, Options};
 use csf_testdata::{read_tns, shared_data, synthetic, Distribution};
 
 /// Counts live heap bytes and their maximum.
@@ -90,7 +90,7 @@ fn timed(f: impl FnOnce() -> csf_build::Built) -> (csf_build::Built, Duration, D
     (out, t0.elapsed(), csf_testdata::process_cpu_time().saturating_sub(c0), PEAK.load(Relaxed) - base)
 }
 
-fn run(name: &str, coo: &csf_testdata::Coo, rounds: usize, parallel: bool) {
+fn run(name: &str, coo: &csf_testdata::TestTensor, rounds: usize, parallel: bool) {
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options =
         |mode_order| Options { mode_order, duplicates: Duplicates::Last, parallel, ..Options::default() };
@@ -100,9 +100,10 @@ fn run(name: &str, coo: &csf_testdata::Coo, rounds: usize, parallel: bool) {
     let mut choice = None;
     // One warm-up round, not counted.
     for round in 0..=rounds {
-        let (built, iw, ic, ip) = timed(|| build(&input, &options(ModeOrder::Identity)).expect("identity"));
+        let (built, iw, ic, ip) =
+            timed(|| build(&input, &options(ModeOrderPolicy::Identity)).expect("identity"));
         drop(built);
-        let (built, aw, ac, ap) = timed(|| build(&input, &options(ModeOrder::Auto)).expect("auto"));
+        let (built, aw, ac, ap) = timed(|| build(&input, &options(ModeOrderPolicy::Auto)).expect("auto"));
         identity.peak = identity.peak.max(ip);
         auto.peak = auto.peak.max(ap);
         choice = built.auto;

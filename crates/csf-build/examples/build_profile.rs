@@ -40,7 +40,7 @@ fn main() {
         entries.sort_by(|&a, &b| coo.index(a).cmp(coo.index(b)));
         let indices = entries.iter().flat_map(|&e| coo.index(e).to_vec()).collect();
         let values = entries.iter().map(|&e| coo.values[e]).collect();
-        coo = csf_testdata::Coo { shape: coo.shape.clone(), indices, values };
+        coo = csf_testdata::TestTensor { shape: coo.shape.clone(), indices, values };
     }
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options = Options { duplicates: Duplicates::Sum, parallel: threads != 1, ..Options::default() };

@@ -1,5 +1,5 @@
 //! Counting `D(S)`, the number of distinct projections of the entries onto a
-//! set `S` of dimensions, for `ModeOrder::Auto` (see `order.rs`): `n_L` of an
+//! set `S` of dimensions, for `ModeOrderPolicy::Auto` (see `order.rs`): `n_L` of an
 //! order is `D` of the set of its first `L + 1` dimensions.
 //!
 //! Two exact methods, chosen per set by what it costs:

@@ -21,7 +21,7 @@ use hurray_format::{ElementType, Statistics};
 
 use csf_core::{CsfView, OwnedCsf};
 
-pub use build::{build, reorder};
+pub use build::{build, reorder, ReorderOptions};
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 
@@ -37,12 +37,27 @@ pub enum Indices<'a> {
     Columnar(&'a [&'a [u64]]),
 }
 
-/// A COO tensor to build from.
+/// A COO tensor to build from: borrowed coordinates and values.
+///
+/// # Example
+/// ```
+/// use csf_build::{Coo, Indices};
+/// use hurray_format::ElementType;
+///
+/// // The same two entries of a [2, 3, 4] tensor, entry by entry or one array per dimension.
+/// let row_major = Coo::new(&[2, 3, 4], Indices::RowMajor(&[0, 0, 1, 1, 2, 3]), &[1.5f32, 2.5]);
+/// let (i, j, k): (&[u64], &[u64], &[u64]) = (&[0, 1], &[0, 2], &[1, 3]);
+/// let columns = [i, j, k];
+/// let columnar = Coo::new(&[2, 3, 4], Indices::Columnar(&columns), &[1.5f32, 2.5]);
+/// assert_eq!(row_major.element_type, ElementType::F32);
+/// assert_eq!(row_major.values, columnar.values); // little-endian bytes, 4 per value
+/// ```
 #[derive(Clone, Debug)]
 pub struct Coo<'a> {
     /// The logical shape; its length is the rank.
     pub shape: &'a [u64],
-    /// The coordinates.
+    /// Each entry's coordinates, one per dimension, entry by entry or
+    /// dimension by dimension.
     pub indices: Indices<'a>,
     /// The values' element type.
     pub element_type: ElementType,
@@ -63,9 +78,10 @@ impl<'a> Coo<'a> {
     }
 }
 
-/// Which mode order to store.
+/// How the builder picks the mode order it stores (the descriptor's field
+/// itself is [`hurray_format::ModeOrder`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum ModeOrder {
+pub enum ModeOrderPolicy {
     /// `[0, 1, ..., rank-1]`, the spec's default for writers with no preference.
     #[default]
     Identity,
@@ -93,9 +109,9 @@ pub enum Duplicates {
 /// How to build.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// The mode order.
-    pub mode_order: ModeOrder,
-    /// The duplicate policy.
+    /// How the stored mode order is chosen (identity by default).
+    pub mode_order: ModeOrderPolicy,
+    /// What to do with entries that share an index (fail by default).
     pub duplicates: Duplicates,
     /// Drop input entries whose value is zero (explicit zeros are kept by default:
     /// they are stored values). With [`Duplicates::Sum`], sums that come to zero are kept.
@@ -109,7 +125,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            mode_order: ModeOrder::Identity,
+            mode_order: ModeOrderPolicy::Identity,
             duplicates: Duplicates::Error,
             drop_zeros: false,
             parallel: true,
@@ -125,13 +141,13 @@ pub enum BuildError {
     /// CSF needs rank >= 3.
     #[error("{}", RankError::TooSmall(*rank))]
     RankTooSmall {
-        /// The rank.
+        /// The rank asked for (the shape's length).
         rank: usize,
     },
     /// Rank above the cap.
     #[error("{}", RankError::TooLarge(*rank))]
     RankTooLarge {
-        /// The rank.
+        /// The rank asked for (the shape's length).
         rank: usize,
     },
     /// The arrays do not agree in length.
@@ -149,7 +165,7 @@ pub enum BuildError {
     BadModeOrder {
         /// The order given.
         order: Vec<u32>,
-        /// The rank.
+        /// The tensor's rank, which the order must permute.
         rank: usize,
     },
     /// A coordinate is outside the shape.
@@ -157,17 +173,17 @@ pub enum BuildError {
     OutOfBounds {
         /// The entry's position in the input.
         entry: usize,
-        /// The dimension.
+        /// The logical dimension the coordinate is for.
         dim: usize,
-        /// The coordinate.
+        /// The coordinate given.
         coord: u64,
-        /// The extent.
+        /// The shape's extent in that dimension, which the coordinate must be below.
         extent: u64,
     },
     /// Two entries share a coordinate and the policy is [`Duplicates::Error`].
     #[error("entries {first} and {second} share the index {index:?}")]
     Duplicate {
-        /// The logical index.
+        /// The logical index both entries hold.
         index: Vec<u64>,
         /// The earlier entry's position in the input.
         first: usize,
@@ -186,7 +202,7 @@ pub enum BuildError {
     /// parameters): possible only on unvalidated input.
     #[error("leaf {leaf} has no value (the tensor was not validated)")]
     MissingValue {
-        /// The leaf position.
+        /// The leaf position (in storage order) whose value is missing.
         leaf: u64,
     },
     /// [`Duplicates::Sum`] on a type without exact addition here.
@@ -199,7 +215,7 @@ pub enum BuildError {
 pub struct Built {
     /// The tensor; it satisfies every rule of the spec.
     pub tensor: OwnedCsf,
-    /// What `ModeOrder::Auto` chose and compared, when it ran.
+    /// What `ModeOrderPolicy::Auto` chose and compared, when it ran.
     pub auto: Option<AutoChoice>,
     /// Input entries merged into others or dropped as zeros.
     pub removed: u64,

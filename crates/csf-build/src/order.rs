@@ -1,4 +1,4 @@
-//! Choosing a mode order (`ModeOrder::Auto`).
+//! Choosing a mode order (`ModeOrderPolicy::Auto`).
 //!
 //! A CSF file stores `8 * (2 * (n_0 + ... + n_{rank-2}) + nnz + rank + 1)`
 //! bytes of `pos`/`crd`, and `n_L` is the number of distinct prefixes of the
@@ -41,7 +41,8 @@ use crate::Source;
 /// What `Auto` chose, and what it compared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoChoice {
-    /// The chosen order.
+    /// The mode order `Auto` picked: the one of those compared that stores
+    /// the fewest bytes.
     pub mode_order: Vec<u32>,
     /// Bytes of `pos`/`crd` the chosen order stores.
     pub index_bytes: u64,

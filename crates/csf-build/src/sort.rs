@@ -37,8 +37,8 @@ use crate::key::Key;
 
 /// Bits of the top (MSD) digit: 512 buckets keep the scatter's write
 /// streams (two per bucket with a payload) within the TLB's reach, and a
-/// bucket of a 10M-key sort (160 KiB of keys) within L2. (1024 buckets were
-/// 3-5% slower at 10M keys, 2048 slower still.)
+/// bucket of a 10M-key sort (160 KiB of keys) within L2 (docs/benchmarks.md,
+/// "Figures behind constants", compares 1024 and 2048).
 const TOP_BITS: u32 = 9;
 /// The bucket size the top digit aims at when there are too few keys to fill
 /// `2^TOP_BITS` buckets of it.

@@ -1,11 +1,11 @@
-//! `ModeOrder::Auto` against brute force: every permutation built and measured.
+//! `ModeOrderPolicy::Auto` against brute force: every permutation built and measured.
 //!
 //! Ranks 3 to 5: Auto's order and size must be those of the smallest built
 //! tensor, the lexicographically first among equals. Ranks 6 to 8: never
 //! larger than the best of identity, shortest-extent-first and
 //! fewest-distinct-first, built the same way.
 
-use csf_build::{build, Built, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{build, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options};
 use csf_testdata::Rng;
 
 fn index_bytes(built: &Built) -> u64 {
@@ -62,7 +62,7 @@ fn dense(shape: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-fn options(mode_order: ModeOrder, parallel: bool) -> Options {
+fn options(mode_order: ModeOrderPolicy, parallel: bool) -> Options {
     Options { mode_order, duplicates: Duplicates::Sum, parallel, ..Options::default() }
 }
 
@@ -70,7 +70,10 @@ fn sizes(coo: &Coo<'_>, orders: &[Vec<u32>]) -> Vec<(u64, Vec<u32>)> {
     orders
         .iter()
         .map(|o| {
-            (index_bytes(&build(coo, &options(ModeOrder::Explicit(o.clone()), false)).unwrap()), o.clone())
+            (
+                index_bytes(&build(coo, &options(ModeOrderPolicy::Explicit(o.clone()), false)).unwrap()),
+                o.clone(),
+            )
         })
         .collect()
 }
@@ -92,7 +95,7 @@ fn check_exact(shape: &[u64], indices: &[u64], what: &str) {
     {
         for parallel in [false, true] {
             let built =
-                build(&Coo::new(shape, indices, &values), &options(ModeOrder::Auto, parallel)).unwrap();
+                build(&Coo::new(shape, indices, &values), &options(ModeOrderPolicy::Auto, parallel)).unwrap();
             let choice = built.auto.as_ref().unwrap();
             assert_eq!(
                 (choice.index_bytes, &choice.mode_order),
@@ -168,13 +171,13 @@ fn auto_is_never_worse_than_the_heuristics_at_ranks_6_to_8() {
         let mut fewest = identity.clone();
         fewest.sort_by_key(|&d| distinct(d));
         let heuristics = sizes(&coo, &[identity, shortest, fewest]).into_iter().min().unwrap();
-        let built = build(&coo, &options(ModeOrder::Auto, case % 2 == 0)).unwrap();
+        let built = build(&coo, &options(ModeOrderPolicy::Auto, case % 2 == 0)).unwrap();
         let choice = built.auto.unwrap();
         assert!(choice.index_bytes <= heuristics.0, "case {case}: {choice:?} vs {heuristics:?}");
         assert_eq!(
             choice.index_bytes,
             index_bytes(
-                &build(&coo, &options(ModeOrder::Explicit(choice.mode_order.clone()), false)).unwrap()
+                &build(&coo, &options(ModeOrderPolicy::Explicit(choice.mode_order.clone()), false)).unwrap()
             )
         );
         if choice.index_bytes == heuristics.0 {

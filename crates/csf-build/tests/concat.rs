@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use csf_build::{
-    build, concat, quantize, ArraySink, BuildError, Built, ConcatError, Coo, Indices, Joiner, ModeOrder,
-    Options, Quantize, StatisticsSection, VecSink,
+    build, concat, quantize, ArraySink, BuildError, Built, ConcatError, Coo, Indices, Joiner,
+    ModeOrderPolicy, Options, Quantize, StatisticsSection, VecSink,
 };
 use csf_core::{CsfView, OwnedCsf};
 use csf_testdata::{synthetic, Distribution, Rng};
@@ -54,7 +54,11 @@ impl Case {
     }
 
     fn options(&self) -> Options {
-        Options { mode_order: ModeOrder::Explicit(self.order.clone()), parallel: false, ..Options::default() }
+        Options {
+            mode_order: ModeOrderPolicy::Explicit(self.order.clone()),
+            parallel: false,
+            ..Options::default()
+        }
     }
 
     /// `build` of the entries `range`.
@@ -133,8 +137,7 @@ fn check(case: &Case, cuts: &[usize]) {
 
     // Parts as they come from files: decoded, checked only structurally.
     let files: Vec<Vec<u8>> = parts.iter().map(|p| p.to_bytes(StatisticsSection::Omit).unwrap()).collect();
-    let read: Vec<CsfView<'_>> =
-        files.iter().map(|f| csf_validate::read(f, csf_validate::Mode::Permissive).unwrap()).collect();
+    let read: Vec<CsfView<'_>> = files.iter().map(|f| csf_validate::read_permissive(f).unwrap()).collect();
     assert_eq!(concat(&read).unwrap().tensor, whole.tensor, "cuts {cuts:?}");
 }
 

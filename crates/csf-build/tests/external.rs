@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use csf_build::{
-    build, BuildError, Coo, Duplicates, ExternalBuilder, ExternalError, ExternalOptions, Indices, ModeOrder,
-    Options, StatisticsSection,
+    build, BuildError, Coo, Duplicates, ExternalBuilder, ExternalError, ExternalOptions, Indices,
+    ModeOrderPolicy, Options, StatisticsSection,
 };
 use csf_testdata::{synthetic, Distribution, Rng};
 use hurray_format::ElementType;
@@ -66,12 +66,12 @@ fn assert_empty(dir: &Path) {
 }
 
 /// Entries of `coo` as row-major coordinates and `f64` values.
-fn arrays(coo: &csf_testdata::Coo) -> (Vec<u64>, Vec<f64>) {
+fn arrays(coo: &csf_testdata::TestTensor) -> (Vec<u64>, Vec<f64>) {
     (coo.indices.clone(), coo.values.clone())
 }
 
 /// Entries of `coo` without its duplicates (the first of each index kept).
-fn unique(coo: &csf_testdata::Coo) -> (Vec<u64>, Vec<f64>) {
+fn unique(coo: &csf_testdata::TestTensor) -> (Vec<u64>, Vec<f64>) {
     let mut seen = std::collections::HashSet::new();
     let (mut coords, mut values) = (Vec::new(), Vec::new());
     for i in 0..coo.len() {
@@ -93,7 +93,7 @@ fn tiny_budgets_give_the_in_memory_file_for_ranks_3_to_6() {
             let rank = shape.len();
             let mut order: Vec<u32> = (0..rank as u32).collect();
             order.rotate_left(seed % rank);
-            for mode_order in [ModeOrder::Identity, ModeOrder::Explicit(order)] {
+            for mode_order in [ModeOrderPolicy::Identity, ModeOrderPolicy::Explicit(order)] {
                 let options = Options { mode_order, duplicates: Duplicates::Last, ..Options::default() };
                 let want = in_memory(shape, &coords, &values, &options).unwrap();
                 for memory in [4 << 10, TINY, 1 << 30] {
@@ -230,7 +230,7 @@ fn every_quantization_scheme_gives_the_in_memory_file() {
     for scheme in schemes {
         let options = Options {
             quantize: Some(scheme.parse().unwrap()),
-            mode_order: ModeOrder::Explicit(vec![2, 0, 1]),
+            mode_order: ModeOrderPolicy::Explicit(vec![2, 0, 1]),
             ..Options::default()
         };
         let want = in_memory(&shape, &coords, &values, &options).unwrap();
@@ -338,7 +338,7 @@ proptest! {
         let mut order: Vec<u32> = (0..rank as u32).collect();
         order.rotate_left(rotate % rank);
         let duplicates = [Duplicates::Sum, Duplicates::First, Duplicates::Last][policy];
-        let options = Options { mode_order: ModeOrder::Explicit(order), duplicates, ..Options::default() };
+        let options = Options { mode_order: ModeOrderPolicy::Explicit(order), duplicates, ..Options::default() };
         let want = in_memory(&shape, &coords, &values, &options).unwrap();
         let (got, _) = external(Some(&shape), rank, &coords, &values, &options, memory_kib << 10, batch).unwrap();
         prop_assert!(got == want, "files differ");

@@ -2,7 +2,8 @@
 //! float input, the published tables, and strict validity of the files.
 
 use csf_build::{
-    build, reorder, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize, StatisticsSection,
+    build, reorder, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions,
+    StatisticsSection,
 };
 use csf_core::scalar;
 use csf_testdata::{synthetic, Distribution, Rng};
@@ -164,7 +165,7 @@ fn dropped_zeros_still_have_their_coordinates_checked() {
     let indices = [1, 1, 1, 5, 0, 0];
     let values = [1.0f64, 0.0];
     let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
-    for mode_order in [csf_build::ModeOrder::Identity, csf_build::ModeOrder::Auto] {
+    for mode_order in [csf_build::ModeOrderPolicy::Identity, csf_build::ModeOrderPolicy::Auto] {
         let options = Options { drop_zeros: true, mode_order, ..Options::default() };
         assert!(matches!(build(&coo, &options), Err(csf_build::BuildError::OutOfBounds { entry: 1, .. })));
     }
@@ -218,7 +219,11 @@ fn reorder_keeps_every_quantized_value_within_the_schemes_bound() {
         let (built, exact) = build_quantized(40 + seed as u64, spec);
         let before = built.tensor.view();
         for order in [vec![2, 0, 1], vec![1, 2, 0]] {
-            let after = reorder(&before, ModeOrder::Explicit(order.clone()), false).unwrap();
+            let after = reorder(
+                &before,
+                &ReorderOptions { mode_order: ModeOrderPolicy::Explicit(order.clone()), parallel: false },
+            )
+            .unwrap();
             let view = after.tensor.view();
             assert_eq!(view.mode_order(), order.as_slice());
             let (q0, q1) = (
@@ -262,7 +267,11 @@ fn reorder_of_a_per_tensor_tensor_keeps_the_codes_and_parameters() {
     let built = two_per_tensor_i8([1.0, 100.0]);
     let view = built.tensor.view();
     assert_eq!(view.get_dequantized(&[1, 1, 1]).unwrap(), 100.0);
-    let moved = reorder(&view, ModeOrder::Explicit(vec![2, 1, 0]), false).unwrap();
+    let moved = reorder(
+        &view,
+        &ReorderOptions { mode_order: ModeOrderPolicy::Explicit(vec![2, 1, 0]), parallel: false },
+    )
+    .unwrap();
     let moved_view = moved.tensor.view();
     assert_eq!(moved_view.get_dequantized(&[1, 1, 1]).unwrap(), 100.0);
     assert_eq!(moved_view.get_f64(&[1, 1, 1]).unwrap(), 100.0);

@@ -1,6 +1,8 @@
 //! The builder against the reference builder of csf-testdata, and the spec.
 
-use csf_build::{build, reorder, BuildError, Coo, Duplicates, Indices, ModeOrder, Options};
+use csf_build::{
+    build, reorder, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options, ReorderOptions,
+};
 use csf_testdata::{reference_csf, synthetic, Distribution};
 use hurray_format::ElementType;
 
@@ -36,7 +38,7 @@ fn matches_the_reference_for_every_mode_order_and_both_paths() {
             let want = reference_csf(&coo, &order);
             for parallel in [false, true] {
                 let options = Options {
-                    mode_order: ModeOrder::Explicit(order.to_vec()),
+                    mode_order: ModeOrderPolicy::Explicit(order.to_vec()),
                     duplicates: Duplicates::Last,
                     parallel,
                     ..Options::default()
@@ -113,7 +115,7 @@ fn input_errors_are_named() {
     let err = build(&f64_coo(&[4, 4], &[0, 0, 1, 1], &values), &Options::default()).unwrap_err();
     assert_eq!(err, BuildError::RankTooSmall { rank: 2 });
     assert!(err.to_string().contains("COO, CSR or CSC"));
-    let order = Options { mode_order: ModeOrder::Explicit(vec![0, 0, 1]), ..Options::default() };
+    let order = Options { mode_order: ModeOrderPolicy::Explicit(vec![0, 0, 1]), ..Options::default() };
     assert!(matches!(
         build(&f64_coo(&shape, &[0; 6], &values), &order),
         Err(BuildError::BadModeOrder { .. })
@@ -151,7 +153,7 @@ fn auto_never_stores_more_than_identity_or_shortest_first() {
     {
         let coo = synthetic(&shape, 3000, Distribution::PowerLaw { skew: 2.5 }, seed);
         let options =
-            Options { mode_order: ModeOrder::Auto, duplicates: Duplicates::Sum, ..Options::default() };
+            Options { mode_order: ModeOrderPolicy::Auto, duplicates: Duplicates::Sum, ..Options::default() };
         let built = build(&f64_coo(&coo.shape, &coo.indices, &coo.values), &options).unwrap();
         let auto = built.auto.clone().unwrap();
         let view = built.tensor.view();
@@ -160,7 +162,7 @@ fn auto_never_stores_more_than_identity_or_shortest_first() {
         for (order, bytes) in &auto.compared {
             let other = build(
                 &f64_coo(&coo.shape, &coo.indices, &coo.values),
-                &Options { mode_order: ModeOrder::Explicit(order.clone()), ..options.clone() },
+                &Options { mode_order: ModeOrderPolicy::Explicit(order.clone()), ..options.clone() },
             )
             .unwrap();
             let real: u64 =
@@ -176,7 +178,11 @@ fn reorder_gives_the_same_tensor_in_another_order() {
     let coo = synthetic(&[30, 40, 50], 2000, Distribution::Uniform, 9);
     let options = Options { duplicates: Duplicates::Last, ..Options::default() };
     let built = build(&f64_coo(&coo.shape, &coo.indices, &coo.values), &options).unwrap();
-    let moved = reorder(&built.tensor.view(), ModeOrder::Explicit(vec![2, 0, 1]), true).unwrap();
+    let moved = reorder(
+        &built.tensor.view(),
+        &ReorderOptions { mode_order: ModeOrderPolicy::Explicit(vec![2, 0, 1]), parallel: true },
+    )
+    .unwrap();
     let want = reference_csf(&coo, &[2, 0, 1]);
     assert_eq!(levels_of(&moved), want.levels);
     let a = built.tensor.view().to_coo(csf_core::CooOrder::Logical);
@@ -216,13 +222,13 @@ fn auto_picks_the_lexicographically_first_smallest_order() {
         let values = vec![1.0; indices.len() / shape.len()];
         let coo = f64_coo(&shape, &indices, &values);
         let options = Options { duplicates: Duplicates::Last, ..Options::default() };
-        let auto = build(&coo, &Options { mode_order: ModeOrder::Auto, ..options.clone() }).unwrap();
+        let auto = build(&coo, &Options { mode_order: ModeOrderPolicy::Auto, ..options.clone() }).unwrap();
         let sizes: Vec<(u64, Vec<u32>)> = csf_testdata::permutations(shape.len() as u32)
             .into_iter()
             .map(|order| {
                 let built = build(
                     &coo,
-                    &Options { mode_order: ModeOrder::Explicit(order.clone()), ..options.clone() },
+                    &Options { mode_order: ModeOrderPolicy::Explicit(order.clone()), ..options.clone() },
                 );
                 (index_bytes(&built.unwrap()), order)
             })
@@ -243,7 +249,7 @@ fn auto_above_the_exact_rank_prefers_the_identity_on_ties() {
     let shape = [2u64; 6];
     let indices: Vec<u64> = (0..64u64).flat_map(|i| (0..6).rev().map(move |b| i >> b & 1)).collect();
     let values = vec![1.0; 64];
-    let options = Options { mode_order: ModeOrder::Auto, ..Options::default() };
+    let options = Options { mode_order: ModeOrderPolicy::Auto, ..Options::default() };
     let choice = build(&f64_coo(&shape, &indices, &values), &options).unwrap().auto.unwrap();
     assert_eq!(choice.mode_order, [0, 1, 2, 3, 4, 5]);
     assert_eq!(choice.compared.len(), 1, "identity is also shortest-first: {:?}", choice.compared);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use csf_build::{build, Coo, Duplicates, Indices, ModeOrder, Options, StatisticsSection};
+use csf_build::{build, Coo, Duplicates, Indices, ModeOrderPolicy, Options, StatisticsSection};
 use csf_testdata::{reference_csf, synthetic, Distribution};
 use hurray_format::ElementType;
 
@@ -15,7 +15,12 @@ fn levels_of(built: &csf_build::Built) -> Vec<(Vec<u64>, Vec<u64>)> {
 
 /// The values a policy keeps, in storage order, computed in input order
 /// (`f32` sums are order-sensitive, so `Sum` checks the order too).
-fn expected(coo: &csf_testdata::Coo, values: &[f32], order: &[u32], duplicates: Duplicates) -> Vec<u32> {
+fn expected(
+    coo: &csf_testdata::TestTensor,
+    values: &[f32],
+    order: &[u32],
+    duplicates: Duplicates,
+) -> Vec<u32> {
     let mut map: BTreeMap<Vec<u64>, f32> = BTreeMap::new();
     for (i, &v) in values.iter().enumerate() {
         let key: Vec<u64> = order.iter().map(|&d| coo.index(i)[d as usize]).collect();
@@ -48,7 +53,7 @@ fn check(shape: &[u64], entries: usize, skew: f64, seed: u64) {
             let mut first = None;
             for parallel in [false, true] {
                 let options = Options {
-                    mode_order: ModeOrder::Explicit(order.clone()),
+                    mode_order: ModeOrderPolicy::Explicit(order.clone()),
                     duplicates,
                     parallel,
                     ..Options::default()

@@ -5,9 +5,10 @@
 
 mod common;
 
-use common::{all_indices, iterate_all, view_container, Tree};
+use common::{all_indices, iterate_all, view_container};
 use csf_core::{CsfView, LookupError};
-use csf_testdata::{reference_csf, Coo};
+use csf_testdata::tree::Tree;
+use csf_testdata::{reference_csf, TestTensor};
 use hurray_format::ElementType;
 
 /// The spec's canonical empty tree for `shape` and `mode_order`.
@@ -50,7 +51,7 @@ fn assert_yields_nothing(view: &CsfView<'_>) {
 
 #[test]
 fn the_spec_empty_form_matches_the_reference_builder() {
-    let coo = Coo { shape: vec![2, 3, 4], indices: vec![], values: vec![] };
+    let coo = TestTensor { shape: vec![2, 3, 4], indices: vec![], values: vec![] };
     for order in [[0, 1, 2], [2, 0, 1]] {
         assert_eq!(reference_csf(&coo, &order).levels, empty(ElementType::F32, &[2, 3, 4], &order).levels);
     }
@@ -60,7 +61,7 @@ fn the_spec_empty_form_matches_the_reference_builder() {
 fn empty_tensor_lookups_are_implicit_zeros() {
     for order in [[0u32, 1, 2], [1, 2, 0], [2, 1, 0]] {
         let tree = empty(ElementType::F32, &[2, 3, 4], &order);
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         for view in [tree.view(), view_container(&bytes)] {
             assert_eq!(view.nnz(), 0);
             for index in all_indices(&[2, 3, 4]) {
@@ -84,7 +85,7 @@ fn empty_tensors_of_higher_rank_and_other_types() {
     ] {
         let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
         let tree = empty(element_type, &shape, &order);
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         for view in [tree.view(), view_container(&bytes)] {
             assert_eq!(view.rank(), shape.len());
             for index in all_indices(&shape) {
@@ -100,7 +101,7 @@ fn a_zero_extent_makes_every_lookup_out_of_bounds() {
     for (shape, zero_dim) in [(vec![3, 0, 4], 1), (vec![0, 0, 0], 0), (vec![5, 5, 5, 0], 3)] {
         let order: Vec<u32> = (0..shape.len() as u32).collect();
         let tree = empty(ElementType::F32, &shape, &order);
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         for view in [tree.view(), view_container(&bytes)] {
             let mut index = vec![0u64; shape.len()];
             assert_eq!(

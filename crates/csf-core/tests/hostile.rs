@@ -8,9 +8,10 @@
 
 mod common;
 
-use common::{f32_bytes, misaligned_copy, stored_nodes, view_container, Tree};
+use common::{stored_nodes, view_container};
 use csf_core::{CsfView, LookupError, Value};
 use csf_testdata::alloc_count::{allocated_by, CountingAlloc};
+use csf_testdata::tree::{f32_bytes, placed, Tree};
 use csf_testdata::{reference_csf, synthetic, Distribution, Rng};
 use hurray_format::ElementType;
 use proptest::prelude::*;
@@ -245,10 +246,10 @@ fn example_with(change: impl FnOnce(&mut Tree)) -> Tree {
 fn check_tree(tree: &Tree) -> Yield {
     let mut rng = Rng::new(7);
     let seen = check_total(&tree.view(), &mut rng);
-    let bytes = tree.container_bytes();
+    let bytes = tree.encode();
     let mut storage = Vec::new();
-    let range = misaligned_copy(&bytes, &mut storage);
-    let view = view_container(&storage[range]);
+    let unaligned_bytes = placed(&bytes, &mut storage, 1);
+    let view = view_container(unaligned_bytes);
     let mut rng = Rng::new(7);
     assert_eq!(check_total(&view, &mut rng), seen, "unaligned copy iterates differently");
     seen
@@ -518,11 +519,11 @@ fn unaligned_container_gives_the_same_answers() {
     for (seed, distribution) in [(1, Distribution::Uniform), (2, Distribution::PowerLaw { skew: 3.0 })] {
         let coo = synthetic(&[9, 10, 11, 3], 400, distribution, seed);
         let tree = Tree::from_arrays(&reference_csf(&coo, &[3, 1, 0, 2]));
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         let aligned = tree.view();
         let mut storage = Vec::new();
-        let range = misaligned_copy(&bytes, &mut storage);
-        let unaligned = view_container(&storage[range]);
+        let unaligned_bytes = placed(&bytes, &mut storage, 1);
+        let unaligned = view_container(unaligned_bytes);
         // The two views really take different paths.
         assert!(aligned.levels().iter().all(|l| l.crd.as_native().is_some()));
         assert!(unaligned.levels().iter().all(|l| l.crd.as_native().is_none() || l.crd.is_empty()));
@@ -594,10 +595,10 @@ proptest! {
 
     #[test]
     fn garbage_lookups_agree_aligned_and_unaligned(tree in garbage(), seed in any::<u64>()) {
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         let mut storage = Vec::new();
-        let range = misaligned_copy(&bytes, &mut storage);
-        let unaligned = view_container(&storage[range]);
+        let unaligned_bytes = placed(&bytes, &mut storage, 1);
+        let unaligned = view_container(unaligned_bytes);
         let aligned = tree.view();
         let mut rng = Rng::new(seed);
         for _ in 0..64 {

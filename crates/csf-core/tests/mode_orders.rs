@@ -6,17 +6,18 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{all_indices, check_against_oracle, f32_bytes, get_f32, iterate_all, oracle, Tree};
+use common::{all_indices, check_against_oracle, get_f32, iterate_all, oracle};
 use csf_core::{LookupError, Value};
-use csf_testdata::{reference_csf, synthetic, Coo, Distribution};
+use csf_testdata::tree::{f32_bytes, Tree};
+use csf_testdata::{reference_csf, synthetic, Distribution, TestTensor};
 use hurray_format::ElementType;
 
 const ORDERS: [[u32; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
 
-fn tensors() -> Vec<Coo> {
+fn tensors() -> Vec<TestTensor> {
     vec![
         // The spec example's entries, given out of order.
-        Coo {
+        TestTensor {
             shape: vec![2, 3, 4],
             indices: vec![1, 1, 2, 0, 0, 1, 1, 1, 0, 0, 2, 3],
             values: vec![4.0, 1.0, 3.0, 2.0],
@@ -118,7 +119,7 @@ fn reversed_example() -> Tree {
 #[test]
 fn hand_built_reversed_order_matches_the_reference_builder_and_the_spec() {
     let tree = reversed_example();
-    let coo = Coo {
+    let coo = TestTensor {
         shape: vec![2, 3, 4],
         indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0, 1, 1, 2],
         values: vec![1.0, 2.0, 3.0, 4.0],
@@ -143,7 +144,7 @@ fn a_container_keeps_its_mode_order() {
     for order in ORDERS {
         let coo = synthetic(&[4, 5, 6], 60, Distribution::Uniform, 11);
         let tree = Tree::from_arrays(&reference_csf(&coo, &order));
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         let view = common::view_container(&bytes);
         assert_eq!(view.mode_order(), order);
         check_against_oracle(&view, &oracle(&coo), &[]);

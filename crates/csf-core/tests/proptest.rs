@@ -6,13 +6,14 @@
 
 mod common;
 
-use common::{check_against_oracle, check_subtrees, oracle, Tree};
-use csf_testdata::{reference_csf, Coo};
+use common::{check_against_oracle, check_subtrees, oracle};
+use csf_testdata::tree::Tree;
+use csf_testdata::{reference_csf, TestTensor};
 use proptest::prelude::*;
 
 /// A random tensor: shape (extents 0..=6, at most 6^4 cells), entries with
 /// duplicates possible, random absent-index probes, and a mode order.
-fn tensor() -> impl Strategy<Value = (Coo, Vec<u32>, Vec<Vec<u64>>)> {
+fn tensor() -> impl Strategy<Value = (TestTensor, Vec<u32>, Vec<Vec<u64>>)> {
     (3usize..=6)
         .prop_flat_map(|rank| {
             let max_extent = if rank <= 4 { 6u64 } else { 4 };
@@ -30,7 +31,7 @@ fn tensor() -> impl Strategy<Value = (Coo, Vec<u32>, Vec<Vec<u64>>)> {
         })
         .prop_map(|(shape, order, raw, probes)| {
             let into_shape = |v: &[u64]| v.iter().zip(&shape).map(|(c, e)| c % e).collect::<Vec<_>>();
-            let mut coo = Coo { shape: shape.clone(), indices: vec![], values: vec![] };
+            let mut coo = TestTensor { shape: shape.clone(), indices: vec![], values: vec![] };
             if shape.iter().all(|&e| e > 0) {
                 for (index, value) in &raw {
                     coo.indices.extend(into_shape(index));
@@ -66,7 +67,7 @@ proptest! {
         }
         check_subtrees(&view, &absent);
         // The same through a container.
-        let bytes = tree.container_bytes();
+        let bytes = tree.encode();
         let contained = common::view_container(&bytes);
         check_against_oracle(&contained, &map, &absent);
         check_subtrees(&contained, &absent);
@@ -80,7 +81,7 @@ proptest! {
         let mut shape = coo.shape.clone();
         let zero_dim = zero_dim % shape.len();
         shape[zero_dim] = 0;
-        let empty = Coo { shape: shape.clone(), indices: vec![], values: vec![] };
+        let empty = TestTensor { shape: shape.clone(), indices: vec![], values: vec![] };
         let tree = Tree::from_arrays(&reference_csf(&empty, &order));
         let view = tree.view();
         prop_assert_eq!(common::iterate_all(&view).len(), 0);

@@ -7,8 +7,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{f32_bytes, iterate_all, le_bytes, view_container, Seen, Tree};
+use common::{iterate_all, view_container, Seen};
 use csf_core::{CsfView, Level, LookupError, Value, ViewError};
+use csf_testdata::tree::{f32_bytes, le_bytes, Tree};
 use hurray_format::le::U64Array;
 use hurray_format::ElementType;
 
@@ -24,7 +25,7 @@ fn oracle() -> BTreeMap<Vec<u64>, f32> {
 fn both_ways(check: impl Fn(&CsfView<'_>)) {
     let tree = Tree::spec_example();
     check(&tree.view());
-    let bytes = tree.container_bytes();
+    let bytes = tree.encode();
     check(&view_container(&bytes));
 }
 
@@ -346,7 +347,7 @@ fn owned_round_trip_through_a_container() {
     let owned = csf_core::OwnedCsf::from_view(&tree.view());
     let bytes = owned.to_bytes().unwrap();
     // The encoder is deterministic and agrees with encode_to_slice.
-    assert_eq!(bytes, tree.container_bytes());
+    assert_eq!(bytes, tree.encode());
     let view = view_container(&bytes);
     assert_eq!(view.find(&[1, 1, 2]), Ok(Some(3)));
     assert_eq!(iterate_all(&view), iterate_all(&owned.view()));

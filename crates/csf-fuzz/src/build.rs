@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use arbitrary::{Result, Unstructured};
-use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Quantize};
+use csf_build::{
+    BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions,
+};
 use csf_core::{CsfView, Values};
 use hurray_format::{Container, ElementType, Packing, QuantScheme};
 
@@ -91,9 +93,9 @@ impl Case {
         let mut values = vec![0u8; element_type.values_len(len as u64).expect("small") as usize];
         u.fill_buffer(&mut values)?;
         let mode_order = match u.int_in_range(0..=2u8)? {
-            0 => ModeOrder::Identity,
-            1 => ModeOrder::Explicit(permutation(u, rank)?),
-            _ => ModeOrder::Auto,
+            0 => ModeOrderPolicy::Identity,
+            1 => ModeOrderPolicy::Explicit(permutation(u, rank)?),
+            _ => ModeOrderPolicy::Auto,
         };
         let duplicates =
             *u.choose(&[Duplicates::Error, Duplicates::Sum, Duplicates::Last, Duplicates::First])?;
@@ -268,9 +270,9 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
     let view = built.tensor.view();
     let mode_order = view.mode_order().to_vec();
     match &case.options.mode_order {
-        ModeOrder::Identity => assert!(mode_order.iter().enumerate().all(|(l, &d)| d as usize == l)),
-        ModeOrder::Explicit(order) => assert_eq!(&mode_order, order, "explicit mode order not kept"),
-        ModeOrder::Auto => check_auto(case, built),
+        ModeOrderPolicy::Identity => assert!(mode_order.iter().enumerate().all(|(l, &d)| d as usize == l)),
+        ModeOrderPolicy::Explicit(order) => assert_eq!(&mode_order, order, "explicit mode order not kept"),
+        ModeOrderPolicy::Auto => check_auto(case, built),
     }
     assert_eq!(built.removed, (case.len() - map.len()) as u64, "removed count");
 
@@ -291,7 +293,8 @@ fn check_built(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u: &mu
 
     // Re-ordering keeps the entries.
     let order = permutation(u, case.rank()).unwrap_or_else(|_| (0..case.rank() as u32).collect());
-    let again = csf_build::reorder(&view, ModeOrder::Explicit(order.clone()), false).expect("reorder");
+    let again =
+        csf_build::reorder(&view, &sequential(ModeOrderPolicy::Explicit(order.clone()))).expect("reorder");
     let again = again.tensor.view();
     assert_eq!(again.mode_order(), order.as_slice(), "reorder did not use the mode order asked");
     let mut got = entries(&again, nan);
@@ -322,7 +325,7 @@ fn check_quantized(case: &Case, map: &BTreeMap<Vec<u64>, u64>, built: &Built, u:
 
     let view = built.tensor.view();
     let order = permutation(u, case.rank()).unwrap_or_else(|_| (0..case.rank() as u32).collect());
-    let Ok(again) = csf_build::reorder(&view, ModeOrder::Explicit(order), false) else {
+    let Ok(again) = csf_build::reorder(&view, &sequential(ModeOrderPolicy::Explicit(order))) else {
         // Only re-quantizing can fail, on a value that is not finite (an
         // MXFP block whose scale is NaN, say).
         let scheme = view.quantization().map(|q| q.scheme);
@@ -392,4 +395,10 @@ fn check_auto(case: &Case, built: &Built) {
     let stored: u64 = view.levels().iter().map(|l| 8 * (l.pos.len() + l.crd.len()) as u64).sum();
     // `index_bytes` is what the tensor stores (finding 6 of docs/fuzzing.md, fixed).
     assert_eq!(choice.index_bytes, stored, "Auto's index_bytes is not what it stores: {case:?} {choice:?}");
+}
+
+/// Re-ordering to `mode_order` on the calling thread (a fuzz run is one
+/// thread; rayon would only add noise).
+fn sequential(mode_order: ModeOrderPolicy) -> ReorderOptions {
+    ReorderOptions { mode_order, parallel: false }
 }

@@ -2,14 +2,20 @@
 //!
 //! - [`Rng`]: a small seeded generator (SplitMix64), so every synthetic tensor
 //!   is reproducible from its seed on any machine.
-//! - [`synthetic`]: uniform and power-law COO tensors of any rank.
+//! - [`synthetic`]: uniform and power-law [`TestTensor`]s (coordinate lists) of any rank.
 //! - [`reference_csf`]: the obvious CSF builder (sort tuples, then build the
 //!   levels), used as the oracle in tests and the baseline in benchmarks.
 //! - [`read_tns`] / [`shared_data`]: the real FROSTT tensors in `../shared/data`,
 //!   when that folder exists (tests must pass without it).
 //! - [`corpus`]: the malformed-file corpus, each file with its expected verdict.
+//! - [`tree`]: the owned CSF [`Tree`] the decoder crates' tests edit, view and
+//!   encode, the byte helpers they share, and the `per_tensor` quantization
+//!   fixture.
 
 pub mod corpus;
+pub mod tree;
+
+pub use tree::Tree;
 
 pub mod alloc_count;
 
@@ -72,18 +78,20 @@ pub enum Distribution {
     },
 }
 
-/// A coordinate list: `indices` holds `rank` coordinates per entry, row-major.
+/// A test tensor as a coordinate list (COO, not `csf_build::Coo`, which
+/// borrows its arrays): `indices` holds `rank` coordinates per entry,
+/// row-major, and each entry has an `f64` value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Coo {
-    /// The shape.
+pub struct TestTensor {
+    /// The extent of each dimension; its length is the rank.
     pub shape: Vec<u64>,
-    /// Row-major coordinates.
+    /// `rank` coordinates per entry, entry after entry.
     pub indices: Vec<u64>,
-    /// One value per entry.
+    /// One value per entry, in entry order.
     pub values: Vec<f64>,
 }
 
-impl Coo {
+impl TestTensor {
     /// The rank.
     pub fn rank(&self) -> usize {
         self.shape.len()
@@ -108,7 +116,7 @@ impl Coo {
 
 /// `nnz` random entries (duplicates possible) over `shape`, from `seed`.
 /// Values are small non-zero integers, exact in every float type.
-pub fn synthetic(shape: &[u64], nnz: usize, distribution: Distribution, seed: u64) -> Coo {
+pub fn synthetic(shape: &[u64], nnz: usize, distribution: Distribution, seed: u64) -> TestTensor {
     let mut rng = Rng::new(seed);
     let mut indices = Vec::with_capacity(nnz * shape.len());
     let mut values = Vec::with_capacity(nnz);
@@ -124,7 +132,7 @@ pub fn synthetic(shape: &[u64], nnz: usize, distribution: Distribution, seed: u6
         }
         values.push((rng.below(255) + 1) as f64);
     }
-    Coo { shape: shape.to_vec(), indices, values }
+    TestTensor { shape: shape.to_vec(), indices, values }
 }
 
 /// The arrays of a CSF tensor: `levels[L] = (pos_L, crd_L)`, values in leaf order.
@@ -159,7 +167,7 @@ impl CsfArrays {
 
 /// The obvious CSF builder: sort the entries by their storage-order tuple
 /// (later duplicates win), then emit each level. Slow and simple on purpose.
-pub fn reference_csf(coo: &Coo, mode_order: &[u32]) -> CsfArrays {
+pub fn reference_csf(coo: &TestTensor, mode_order: &[u32]) -> CsfArrays {
     let rank = coo.rank();
     let key = |i: usize| -> Vec<u64> { mode_order.iter().map(|&d| coo.index(i)[d as usize]).collect() };
     let mut order: Vec<usize> = (0..coo.len()).collect();
@@ -209,7 +217,7 @@ pub fn reference_csf(coo: &Coo, mode_order: &[u32]) -> CsfArrays {
 /// Reads a FROSTT `.tns` file (gzip when the name ends in `.gz`): 1-based
 /// coordinates then a value per line, `#` comments and blank lines skipped.
 /// The shape is the maximum coordinate per mode.
-pub fn read_tns(path: &Path) -> std::io::Result<Coo> {
+pub fn read_tns(path: &Path) -> std::io::Result<TestTensor> {
     let file = std::fs::File::open(path)?;
     let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
         Box::new(flate2::read::GzDecoder::new(file))
@@ -219,7 +227,7 @@ pub fn read_tns(path: &Path) -> std::io::Result<Coo> {
     let bad = |line: usize, what: &str| {
         std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}:{line}: {what}", path.display()))
     };
-    let mut coo = Coo { shape: Vec::new(), indices: Vec::new(), values: Vec::new() };
+    let mut coo = TestTensor { shape: Vec::new(), indices: Vec::new(), values: Vec::new() };
     for (n, line) in BufReader::new(reader).lines().enumerate() {
         let line = line?;
         let line = line.trim();
@@ -251,7 +259,7 @@ pub fn shared_data() -> Option<PathBuf> {
 }
 
 /// Every permutation of `0..rank`, in lexicographic order (the orders a
-/// brute-force check of `ModeOrder::Auto` builds).
+/// brute-force check of `ModeOrderPolicy::Auto` builds).
 pub fn permutations(rank: u32) -> Vec<Vec<u32>> {
     if rank == 0 {
         return vec![vec![]];
@@ -273,7 +281,7 @@ mod tests {
 
     #[test]
     fn reference_builds_the_spec_example() {
-        let coo = Coo {
+        let coo = TestTensor {
             shape: vec![2, 3, 4],
             indices: vec![1, 1, 2, 0, 0, 1, 1, 1, 0, 0, 2, 3],
             values: vec![4.0, 1.0, 3.0, 2.0],
@@ -283,7 +291,8 @@ mod tests {
         assert_eq!(csf.levels[1], (vec![0, 2, 3], vec![0, 2, 1]));
         assert_eq!(csf.levels[2], (vec![0, 1, 2, 4], vec![1, 3, 0, 2]));
         assert_eq!(csf.values, vec![1.0, 2.0, 3.0, 4.0]);
-        let empty = reference_csf(&Coo { shape: vec![2, 3, 4], indices: vec![], values: vec![] }, &[0, 1, 2]);
+        let empty =
+            reference_csf(&TestTensor { shape: vec![2, 3, 4], indices: vec![], values: vec![] }, &[0, 1, 2]);
         assert_eq!(empty.levels, vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])]);
     }
 

@@ -67,7 +67,7 @@ impl<'a> ValidCsf<'a> {
         Self { view }
     }
 
-    /// The view.
+    /// The tensor's view, borrowed (the proof of validity is kept).
     pub fn view(&self) -> &CsfView<'a> {
         &self.view
     }
@@ -87,6 +87,24 @@ impl<'a> Deref for ValidCsf<'a> {
 
 /// Strictly validates a decoded container, stopping at the first violation.
 ///
+/// # Example
+/// ```
+/// # fn spec_example() -> Vec<u8> {
+/// #     let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// #     let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// #     let arrays = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// #     let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
+/// #     let d = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+/// #     hurray_format::encode_to_vec(&d, &buffers).unwrap()
+/// # }
+/// // `spec_example()` is the spec's worked example as a file: shape [2, 3, 4], f32.
+/// let bytes = spec_example();
+/// let container = hurray_format::Container::decode(&bytes)?;
+/// let tensor: csf_validate::ValidCsf<'_> = csf_validate::validate(&container)?;
+/// assert_eq!(tensor.get_f64(&[1, 1, 2])?, 4.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// The first [`Violation`] in check order (see [`validate_with`]).
 // Out of line, like `Container::decode` and `CsfView::from_container`: once
@@ -104,6 +122,33 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 }
 
 /// Checks only the structural rules and returns the view, for trusted data.
+///
+/// # Example
+/// ```
+/// # fn spec_example() -> Vec<u8> {
+/// #     let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// #     let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// #     let arrays = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// #     let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
+/// #     let d = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+/// #     hurray_format::encode_to_vec(&d, &buffers).unwrap()
+/// # }
+/// use csf_validate::Rule;
+///
+/// // The spec's example with `mode_order` [0, 0, 2]: not a permutation, which
+/// // only strict validation checks.
+/// let bytes = spec_example();
+/// let container = hurray_format::Container::decode(&bytes)?;
+/// let mut descriptor = *container.descriptor();
+/// descriptor.mode_order = hurray_format::ModeOrder::from_slice(&[0, 0, 2]).unwrap();
+/// let buffers: Vec<&[u8]> = (0..7).map(|b| container.buffer(b).unwrap()).collect();
+/// let bytes = hurray_format::encode_to_vec(&descriptor, &buffers)?;
+/// let container = hurray_format::Container::decode(&bytes)?;
+/// assert_eq!(csf_validate::validate(&container).unwrap_err().rule, Rule::ModeOrderNotPermutation);
+/// let view = csf_validate::validate_permissive(&container)?;
+/// assert_eq!(view.nnz(), 4); // and every accessor stays total on it
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// The structural [`Violation`] that makes a view impossible.
@@ -193,16 +238,65 @@ fn at(offset: &Option<u64>) -> impl core::fmt::Display {
     At(*offset)
 }
 
-/// Decodes `bytes` and validates the tensor in `mode`.
+/// Decodes `bytes` and validates the tensor strictly, returning the
+/// [`ValidCsf`] that proves it: [`validate`] on the decoded container.
+///
+/// # Example
+/// ```
+/// # fn spec_example() -> Vec<u8> {
+/// #     let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// #     let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// #     let arrays = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// #     let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
+/// #     let d = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+/// #     hurray_format::encode_to_vec(&d, &buffers).unwrap()
+/// # }
+/// let bytes = spec_example(); // the spec's worked example as a file
+/// let tensor = csf_validate::read(&bytes)?;
+/// assert_eq!(tensor.get_f64(&[0, 2, 3])?, 2.0);
+/// // One byte short: a decode error, with where it happened.
+/// let err = csf_validate::read(&bytes[..bytes.len() - 1]).unwrap_err();
+/// assert!(matches!(err, csf_validate::Error::Decode(_)), "{err}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
-/// [`Error::Decode`], or [`Error::Invalid`] with the first violation and,
-/// when it is about an element of a buffer, its byte offset in `bytes`.
-pub fn read(bytes: &[u8], mode: Mode) -> Result<CsfView<'_>, Error> {
+/// [`Error::Decode`] when the framing is broken, or [`Error::Invalid`] with
+/// the first violation and, when it is about an element of a buffer, its
+/// byte offset in `bytes`.
+pub fn read(bytes: &[u8]) -> Result<ValidCsf<'_>, Error> {
     let container = Container::decode(bytes)?;
-    let checked = match mode {
-        Mode::Strict => validate(&container).map(ValidCsf::into_view),
-        Mode::Permissive => validate_permissive(&container),
-    };
-    checked.map_err(|violation| Error::Invalid { offset: violation.offset(&container), violation })
+    validate(&container).map_err(|violation| invalid(&container, violation))
+}
+
+/// Decodes `bytes` and checks only the structural rules, for trusted data:
+/// [`validate_permissive`] on the decoded container. The view's accessors
+/// stay total on whatever it lets through.
+///
+/// # Example
+/// ```
+/// # fn spec_example() -> Vec<u8> {
+/// #     let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// #     let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// #     let arrays = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// #     let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
+/// #     let d = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+/// #     hurray_format::encode_to_vec(&d, &buffers).unwrap()
+/// # }
+/// let bytes = spec_example(); // the spec's worked example as a file
+/// let view = csf_validate::read_permissive(&bytes)?;
+/// assert_eq!(view.get_f64(&[1, 1, 2])?, 4.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`read`], for the structural rules only.
+pub fn read_permissive(bytes: &[u8]) -> Result<CsfView<'_>, Error> {
+    let container = Container::decode(bytes)?;
+    validate_permissive(&container).map_err(|violation| invalid(&container, violation))
+}
+
+/// `violation` of `container`, with the byte of the input it is about.
+fn invalid(container: &Container<'_>, violation: Violation) -> Error {
+    Error::Invalid { offset: violation.offset(container), violation }
 }

@@ -48,6 +48,34 @@ impl Sink for Collect<'_> {
 }
 
 /// Validates `container` in `mode` and collects up to `max_errors` violations.
+///
+/// # Example
+/// ```
+/// # fn spec_example() -> Vec<u8> {
+/// #     let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// #     let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// #     let arrays = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// #     let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
+/// #     let d = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+/// #     hurray_format::encode_to_vec(&d, &buffers).unwrap()
+/// # }
+/// use csf_validate::{report, Mode, Rule};
+///
+/// // The spec's worked example with two leaf coordinates out of the shape.
+/// let mut bytes = spec_example();
+/// let crd_2 = hurray_format::Container::decode(&bytes)?.buffer_range(6).unwrap();
+/// bytes[crd_2.start..crd_2.start + 8].copy_from_slice(&9u64.to_le_bytes());
+/// bytes[crd_2.start + 8..crd_2.start + 16].copy_from_slice(&8u64.to_le_bytes());
+/// let container = hurray_format::Container::decode(&bytes)?;
+/// let found = report(&container, Mode::Strict, 10);
+/// assert!(!found.is_valid());
+/// assert_eq!(found.errors.len(), 2, "{:?}", found.errors);
+/// assert!(found.errors.iter().all(|v| v.rule == Rule::CoordinateBounds && v.level == Some(2)));
+/// // Capped: the first violation only, and the report says it stopped early.
+/// let first = report(&container, Mode::Strict, 1);
+/// assert_eq!((first.errors.len(), first.truncated), (1, true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn report(container: &Container<'_>, mode: Mode, max_errors: usize) -> Report {
     let mut report = Report::default();
     let _ = crate::validate_with(container, mode, &mut Collect { report: &mut report, cap: max_errors });

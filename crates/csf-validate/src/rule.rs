@@ -130,18 +130,21 @@ rules! {
 /// file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// The rule.
+    /// Which rule of the spec (or of `docs/format.md`) is broken.
     pub rule: Rule,
     /// The tree level, when the rule is about one.
     pub level: Option<usize>,
-    /// The buffer index in the table.
+    /// The buffer the broken value lies in, as its row in the buffer table
+    /// (0 values, `2L + 1` `pos_L`, `2L + 2` `crd_L`, then quantization
+    /// parameters), when the rule is about one.
     pub buffer: Option<usize>,
     /// The element index within the buffer: a `u64` word of a `pos` or
     /// `crd` buffer, or for the value-content rules ([`Rule::ValuesPadding`],
     /// [`Rule::BoolValue`]) a byte, which for a 4-bit type holds two elements.
     /// For [`Rule::ModeOrderNotPermutation`], the position in `mode_order`.
     pub index: Option<u64>,
-    /// The value found.
+    /// The value the file holds where the rule is broken (a count, a
+    /// coordinate, a `pos` entry, a byte: see each rule's message).
     pub found: u64,
     /// The value required (or the bound it broke).
     pub expected: u64,

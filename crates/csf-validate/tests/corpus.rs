@@ -147,10 +147,13 @@ fn check_expectation(case: &Case) -> Result<(), String> {
     if warnings != case.warnings {
         return Err(format!("warnings {warnings:?}, expected {:?}", case.warnings));
     }
-    // `read` agrees with `validate`.
-    let read = csf_validate::read(&case.bytes, Mode::Strict);
+    // `read` and `read_permissive` agree with `validate` and `validate_permissive`.
+    let read = csf_validate::read(&case.bytes);
     if read.is_ok() != strict.is_ok() {
-        return Err("read(Strict) and validate disagree".into());
+        return Err("read and validate disagree".into());
+    }
+    if csf_validate::read_permissive(&case.bytes).is_ok() != validate_permissive(&container).is_ok() {
+        return Err("read_permissive and validate_permissive disagree".into());
     }
     match case.expect {
         Expect::Decode(_) => unreachable!(),

@@ -3,19 +3,17 @@
 //! never a panic; permissive validation and every accessor stay total on the
 //! corrupted file.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::Tree;
-use csf_testdata::{reference_csf, Coo};
+use csf_testdata::tree::Tree;
+use csf_testdata::{reference_csf, TestTensor};
 use csf_validate::{report, validate, validate_permissive, Mode};
 use hurray_format::Container;
 use proptest::prelude::*;
 
 /// A random COO tensor of rank 3..=5 (extents 1..=6, up to 40 entries,
 /// duplicates allowed) and a random mode order.
-fn tensor() -> impl Strategy<Value = (Coo, Vec<u32>)> {
+fn tensor() -> impl Strategy<Value = (TestTensor, Vec<u32>)> {
     (3usize..=5)
         .prop_flat_map(|rank| (prop::collection::vec(1u64..=6, rank), Just(rank)))
         .prop_flat_map(|(shape, rank)| {
@@ -24,7 +22,7 @@ fn tensor() -> impl Strategy<Value = (Coo, Vec<u32>)> {
             (Just(shape), prop::collection::vec((entry, 1u32..100), 0..40), Just(order).prop_shuffle())
         })
         .prop_map(|(shape, entries, order)| {
-            let mut coo = Coo { shape, indices: vec![], values: vec![] };
+            let mut coo = TestTensor { shape, indices: vec![], values: vec![] };
             for (index, value) in entries {
                 coo.indices.extend(index);
                 coo.values.push(f64::from(value));

@@ -5,12 +5,10 @@
 //! `parallel`) that the parallel level checks report exactly what the
 //! sequential ones do.
 
-mod common;
-
-use common::{encode, f32_bytes, Tree};
+use csf_testdata::tree::{encode, f32_bytes, per_tensor, Tree};
 use csf_validate::{
-    read, report, validate, validate_permissive, validate_view, validate_with, Error, Mode, Rule, Sink, Stop,
-    Violation, Warning,
+    read, read_permissive, report, validate, validate_permissive, validate_view, validate_with, Error, Mode,
+    Rule, Sink, Stop, Violation, Warning,
 };
 use hurray_format::{
     Container, DeviceTag, ElementType, FixedVec, QuantScheme, Quantization, ShardDescriptor, Statistics,
@@ -26,7 +24,7 @@ fn at(v: &Violation) -> Where {
 /// The first violation strict validation of the tree's view reports.
 fn view_error(tree: &Tree) -> Violation {
     let bytes = tree.level_bytes();
-    validate_view(tree.view(&bytes)).expect_err("the tree is broken")
+    validate_view(tree.view_of(&bytes)).expect_err("the tree is broken")
 }
 
 /// The first violation strict validation of the tree as a container reports,
@@ -35,7 +33,7 @@ fn file_error(bytes: &[u8]) -> Violation {
     let container = Container::decode(bytes).expect("decodes");
     let v = validate(&container).expect_err("the file is broken");
     assert_eq!(report(&container, Mode::Strict, 10).errors.first(), Some(&v), "report and validate agree");
-    match read(bytes, Mode::Strict) {
+    match read(bytes) {
         Err(Error::Invalid { violation, offset }) => {
             assert_eq!(violation, v);
             assert_eq!(offset, v.offset(&container), "read gives the violation's byte");
@@ -57,7 +55,7 @@ fn both(tree: &Tree) -> Where {
 fn the_spec_example_is_valid_both_ways() {
     let tree = Tree::spec_example();
     let bytes = tree.level_bytes();
-    let valid = validate_view(tree.view(&bytes)).expect("valid");
+    let valid = validate_view(tree.view_of(&bytes)).expect("valid");
     assert_eq!(valid.get_f64(&[1, 1, 2]).unwrap(), 4.0);
     let file = tree.encode();
     let container = Container::decode(&file).unwrap();
@@ -119,14 +117,18 @@ fn leaf_count_compares_the_leaf_level_with_nnz() {
 
 /// A tree of shape [2, 3, 4] with nnz = 0 and the given levels.
 fn empty_tree(levels: Vec<(Vec<u64>, Vec<u64>)>) -> Tree {
-    Tree { nnz: 0, values: vec![], levels, ..Tree::spec_example() }
+    Tree::spec_example().with(|t| {
+        t.nnz = 0;
+        t.values = vec![];
+        t.levels = levels;
+    })
 }
 
 #[test]
 fn empty_form_rejects_interior_nodes_when_nnz_is_0() {
     // The spec's empty form (csf-layout § Storage Invariants) is valid.
     let form = empty_tree(vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])]);
-    assert!(validate_view(form.view(&form.level_bytes())).is_ok());
+    assert!(validate_view(form.view_of(&form.level_bytes())).is_ok());
 
     // Invariants 1-5 hold, but level 0 stores a node without children:
     // pos_0 = [0, 1] where the empty form has [0, 0].
@@ -173,7 +175,7 @@ fn sibling_order_reports_the_offending_child() {
     *t.crd(2) = vec![1, 3, 2, 2];
     assert_eq!(both(&t), (Rule::SiblingOrder, Some(2), Some(6), Some(3), 2, 2));
     // Order across two parents' slices is not a rule: [1 | 3 | 0, 2] has 3 > 0 at a slice boundary.
-    assert!(validate_view(Tree::spec_example().view(&Tree::spec_example().level_bytes())).is_ok());
+    assert!(validate_view(Tree::spec_example().view_of(&Tree::spec_example().level_bytes())).is_ok());
 }
 
 #[test]
@@ -186,14 +188,14 @@ fn coordinate_bounds_use_the_extent_of_the_stored_dimension() {
     assert_eq!(both(&t), (Rule::CoordinateBounds, Some(2), Some(6), Some(3), u64::MAX, 4));
 
     // Mode order [2, 1, 0] on shape [2, 3, 4]: level 0 is bounded by 4, level 2 by 2.
-    let coo = csf_testdata::Coo {
+    let coo = csf_testdata::TestTensor {
         shape: vec![2, 3, 4],
         indices: vec![0, 0, 1, 0, 2, 3, 1, 1, 0, 1, 1, 2],
         values: vec![1.0, 2.0, 3.0, 4.0],
     };
     let t = Tree::from_arrays(&csf_testdata::reference_csf(&coo, &[2, 1, 0]));
     assert_eq!(t.levels[0].1, [0, 1, 2, 3], "coordinates of dimension 2 up to 3 are fine at level 0");
-    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    assert!(validate_view(t.view_of(&t.level_bytes())).is_ok());
     let mut bad = t.clone();
     let last = bad.crd(2).len() - 1;
     bad.crd(2)[last] = 2; // the last leaf's fiber ends with 1; 2 < shape[2] = 4 but not < shape[0] = 2
@@ -236,7 +238,7 @@ fn every_non_identity_mode_order_is_neither_error_nor_warning() {
     let coo = csf_testdata::synthetic(&[3, 4, 5], 30, csf_testdata::Distribution::Uniform, 11);
     for order in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
         let t = Tree::from_arrays(&csf_testdata::reference_csf(&coo, &order));
-        assert!(validate_view(t.view(&t.level_bytes())).is_ok(), "{order:?}");
+        assert!(validate_view(t.view_of(&t.level_bytes())).is_ok(), "{order:?}");
         let file = t.encode();
         let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 100);
         assert!(r.errors.is_empty() && r.warnings.is_empty(), "{order:?}: {r:?}");
@@ -263,7 +265,7 @@ fn pos_size_names_the_level_and_the_entry_counts() {
     e.nnz = 0;
     e.values.clear();
     e.levels = vec![(vec![0, 0], vec![]), (vec![0], vec![]), (vec![0], vec![])];
-    assert!(validate_view(e.view(&e.level_bytes())).is_ok());
+    assert!(validate_view(e.view_of(&e.level_bytes())).is_ok());
     let mut bad = e.clone();
     *bad.pos(2) = vec![0, 0];
     assert_eq!(both(&bad), (Rule::PosSize, Some(2), Some(5), None, 2, 1));
@@ -284,7 +286,7 @@ fn values_size_for_whole_byte_and_sub_byte_types() {
     let mut t = Tree::spec_example();
     t.element_type = ElementType::NF4;
     t.values = vec![0x21, 0x43];
-    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    assert!(validate_view(t.view_of(&t.level_bytes())).is_ok());
     t.values.push(0);
     assert_eq!(both(&t), (Rule::ValuesSize, None, Some(0), None, 3, 2));
     t.nnz = 3;
@@ -300,7 +302,7 @@ fn values_padding_and_bool_values() {
     t.nnz = 3;
     t.levels[2] = (vec![0, 1, 2, 3], vec![1, 3, 0]);
     t.values = vec![0x21, 0x03];
-    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    assert!(validate_view(t.view_of(&t.level_bytes())).is_ok());
     t.values = vec![0x21, 0xf3];
     assert_eq!(both(&t), (Rule::ValuesPadding, None, Some(0), Some(1), 0xf, 0));
 
@@ -308,7 +310,7 @@ fn values_padding_and_bool_values() {
     let mut t = Tree::spec_example();
     t.element_type = ElementType::F6E2M3;
     t.values = vec![0x08, 0x30, 0x14, 0x18];
-    assert!(validate_view(t.view(&t.level_bytes())).is_ok());
+    assert!(validate_view(t.view_of(&t.level_bytes())).is_ok());
     t.values[2] |= 0x80;
     assert_eq!(both(&t), (Rule::ValuesPadding, None, Some(0), Some(2), 0b10, 0));
 
@@ -348,7 +350,7 @@ fn violations_give_the_byte_of_their_element_in_the_file() {
         let start = container.data_start() as u64 + container.descriptor().buffers[buffer].offset;
         assert_eq!(start, container.buffer_range(buffer).unwrap().start as u64);
         assert_eq!(v.offset(&container), Some(start + within), "{v}");
-        let e = read(&bytes, Mode::Strict).unwrap_err();
+        let e = read(&bytes).unwrap_err();
         assert!(e.to_string().starts_with(&format!("byte {}: {v}", start + within)), "{e}");
         assert_eq!(std::error::Error::source(&e).map(|s| s.to_string()), Some(v.to_string()));
     }
@@ -359,7 +361,7 @@ fn violations_give_the_byte_of_their_element_in_the_file() {
     let v = file_error(&bytes);
     assert_eq!(v.rule, Rule::ValuesSize);
     assert_eq!(v.offset(&Container::decode(&bytes).unwrap()), None);
-    assert!(read(&bytes, Mode::Strict).unwrap_err().to_string().starts_with("values buffer is"));
+    assert!(read(&bytes).unwrap_err().to_string().starts_with("values buffer is"));
     let mut t = Tree::spec_example();
     t.mode_order = vec![0, 0, 2];
     let bytes = t.encode();
@@ -399,7 +401,10 @@ fn parameter_buffers_keep_the_data_model_rules() {
     assert!(validate_permissive(&Container::decode(&bad).unwrap()).is_ok());
 
     // The same through validate_view, with the quantization attached to a view.
-    let t = Tree { element_type: ElementType::I4, values: vec![0x21, 0x43], ..Tree::spec_example() };
+    let t = Tree::spec_example().with(|t| {
+        t.element_type = ElementType::I4;
+        t.values = vec![0x21, 0x43];
+    });
     let bytes = t.level_bytes();
     let scales: Vec<u8> = [0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect();
     let zero_points = [0x10u8, 0xf2];
@@ -410,7 +415,7 @@ fn parameter_buffers_keep_the_data_model_rules() {
         scales: csf_core::Values::new(ElementType::F32, &scales),
         zero_points: Some(csf_core::Values::new(ElementType::I4, &zero_points)),
     };
-    let v = validate_view(t.view(&bytes).with_quantization(quant)).unwrap_err();
+    let v = validate_view(t.view_of(&bytes).with_quantization(quant)).unwrap_err();
     assert_eq!(at(&v), (Rule::ValuesPadding, None, Some(8), Some(1), 0xf, 0));
 
     // Per-block groups: block_size 3 over 4 leaves is 2 groups, one byte of
@@ -439,7 +444,10 @@ fn parameter_buffers_keep_the_data_model_rules() {
 fn validate_view_checks_an_attached_quantization() {
     // The spec example with i8 values, quantized per channel on axis 1
     // (extent 3): three f32 scales, built from parts.
-    let t = Tree { element_type: ElementType::I8, values: vec![1, 0xfe, 3, 4], ..Tree::spec_example() };
+    let t = Tree::spec_example().with(|t| {
+        t.element_type = ElementType::I8;
+        t.values = vec![1, 0xfe, 3, 4];
+    });
     let bytes = t.level_bytes();
     let three: Vec<u8> = [0.5f32, 0.25, 1.0].iter().flat_map(|s| s.to_le_bytes()).collect();
     fn quant(scheme: QuantScheme, axis: usize, block_size: u64, scales: &[u8]) -> csf_core::Quantized<'_> {
@@ -452,7 +460,7 @@ fn validate_view_checks_an_attached_quantization() {
         }
     }
     let checked =
-        |q| validate_view(t.view(&bytes).with_quantization(q)).map(|v| v.get_dequantized(&[1, 1, 2]));
+        |q| validate_view(t.view_of(&bytes).with_quantization(q)).map(|v| v.get_dequantized(&[1, 1, 2]));
     assert_eq!(checked(quant(QuantScheme::PerChannel, 1, 0, &three)), Ok(Ok(4.0 * 0.25)));
     // Two scales for three channels: the third channel's leaves would have no scale.
     let v = checked(quant(QuantScheme::PerChannel, 1, 0, &three[..8])).unwrap_err();
@@ -478,8 +486,7 @@ fn rank_below_3() {
         let rank = shape.len();
         let levels: Vec<(Vec<u64>, Vec<u64>)> =
             (0..rank).map(|l| (if l == 0 { vec![0, 0] } else { vec![0] }, vec![])).collect();
-        let t =
-            Tree { element_type: ElementType::F32, shape, mode_order: order, nnz: 0, levels, values: vec![] };
+        let t = Tree::new(ElementType::F32, &shape, &order, 0, levels, vec![]);
         let v = file_error(&t.encode());
         assert_eq!(at(&v), (Rule::RankBelow3, None, None, None, rank as u64, 3));
         let c = t.encode();
@@ -576,16 +583,6 @@ fn buffer_not_u64_names_the_buffer_and_its_level() {
         let len = buffers[buffer].len() as u64;
         let v = file_error(&encode(&t.descriptor(), &buffers));
         assert_eq!(at(&v), (Rule::BufferNotU64, Some(level), Some(buffer), None, len, 8));
-    }
-}
-
-fn per_tensor() -> Quantization {
-    Quantization {
-        scheme: QuantScheme::PerTensor,
-        axis: 0,
-        block_size: 0,
-        scale_type: ElementType::F32,
-        zero_point_type: None,
     }
 }
 
@@ -810,14 +807,8 @@ fn sparsity_warnings(shape: &[u64], ratio: f64) -> Vec<(u64, u64)> {
             _ => (vec![0], vec![]),
         })
         .collect();
-    let t = Tree {
-        element_type: ElementType::U8,
-        shape: shape.to_vec(),
-        mode_order: (0..shape.len() as u32).collect(),
-        nnz,
-        levels,
-        values: vec![7; nnz as usize],
-    };
+    let order: Vec<u32> = (0..shape.len() as u32).collect();
+    let t = Tree::new(ElementType::U8, shape, &order, nnz, levels, vec![7; nnz as usize]);
     let mut d = t.descriptor();
     d.statistics = Some(Statistics { nnz, sparsity_ratio: ratio, min: None, max: None });
     let file = encode(&d, &t.buffers());
@@ -898,17 +889,16 @@ fn childless_warnings(file: &[u8], mode: Mode) -> Vec<(usize, u64, u64)> {
 fn childless_interior_nodes_are_a_warning() {
     // Shape [3, 3, 4]: the spec example's non-zeros, plus level-0 node 2
     // (i = 2) with no children, and level-1 node 1 (i = 0, j = 1) with none.
-    let t = Tree {
-        shape: vec![3, 3, 4],
-        levels: vec![
+    let t = Tree::spec_example().with(|t| {
+        t.shape = vec![3, 3, 4];
+        t.levels = vec![
             (vec![0, 3], vec![0, 1, 2]),
             (vec![0, 3, 4, 4], vec![0, 1, 2, 1]),
             (vec![0, 1, 1, 2, 4], vec![1, 3, 0, 2]),
-        ],
-        ..Tree::spec_example()
-    };
+        ];
+    });
     let bytes = t.level_bytes();
-    let view = validate_view(t.view(&bytes)).expect("valid: the spec is silent on childless nodes");
+    let view = validate_view(t.view_of(&bytes)).expect("valid: the spec is silent on childless nodes");
     assert_eq!(view.get_f64(&[1, 1, 2]).unwrap(), 4.0);
     let file = t.encode();
     assert_eq!(childless_warnings(&file, Mode::Strict), [(0, 2, 1), (1, 1, 1)]);
@@ -977,8 +967,8 @@ fn undetectable_corruptions_pass_strict_validation() {
     // crd_2[1] (at 0x1c8) is alone in its fiber: 3 -> 2 moves the value 2.0 from (0, 2, 3) to (0, 2, 2).
     assert_eq!(clean(&patched(&file, 0x1c8, 0x03, 0x02)).2, 2.0);
     // Another permutation as mode_order, on a shape where every coordinate still fits.
-    let mut cube = Tree { shape: vec![4, 4, 4], ..Tree::spec_example() };
-    assert!(validate_view(cube.view(&cube.level_bytes())).is_ok());
+    let mut cube = Tree::spec_example().with(|t| t.shape = vec![4, 4, 4]);
+    assert!(validate_view(cube.view_of(&cube.level_bytes())).is_ok());
     cube.mode_order = vec![0, 2, 1];
     clean(&cube.encode());
     // Statistics min and max are not compared with the values.
@@ -997,11 +987,11 @@ fn permissive_mode_enforces_exactly_the_structural_rules() {
     *t.crd(2) = vec![3, 1, 9, 0];
     *t.pos(1) = vec![3, 0, 7];
     let file = t.encode();
-    let view = read(&file, Mode::Permissive).expect("permissive accepts invariant breakage");
+    let view = read_permissive(&file).expect("permissive accepts invariant breakage");
     let mut n = 0;
     view.for_each(|_, _| n += 1);
     assert!(n <= 4);
-    assert!(read(&file, Mode::Strict).is_err());
+    assert!(read(&file).is_err());
     let r = report(&Container::decode(&file).unwrap(), Mode::Strict, 100);
     assert!(r.errors.iter().all(|v| !v.rule.is_structural()), "{r:?}");
     // Structural ones fail both modes with the same violation.
@@ -1019,7 +1009,7 @@ fn permissive_mode_enforces_exactly_the_structural_rules() {
 #[cfg(feature = "parallel")]
 mod parallel {
     use super::*;
-    use crate::common::placed;
+    use csf_testdata::tree::placed;
     use csf_testdata::{reference_csf, synthetic, Distribution};
 
     /// ~300k non-zeros, whose leaf level (~190k parents, ~300k nodes) is over

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, StatisticsSection};
+use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, StatisticsSection};
 use hurray_format::limits::RankError;
 use hurray_format::ElementType;
 
@@ -94,19 +94,19 @@ pub fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
         write: Phase::default(),
         file_bytes: 0,
     };
-    let job = Job { args, cx, rank, input, timings: &mut timings };
+    let typed = TypedConvert { args, cx, rank, input, timings: &mut timings };
     let built = match args.dtype {
-        ElementType::F64 => job.run::<f64>(),
-        ElementType::F32 => job.run::<f32>(),
-        ElementType::I64 => job.run::<i64>(),
-        ElementType::I32 => job.run::<i32>(),
-        ElementType::I16 => job.run::<i16>(),
-        ElementType::I8 => job.run::<i8>(),
-        ElementType::U64 => job.run::<u64>(),
-        ElementType::U32 => job.run::<u32>(),
-        ElementType::U16 => job.run::<u16>(),
-        ElementType::U8 => job.run::<u8>(),
-        ElementType::Bool => job.run::<Bool>(),
+        ElementType::F64 => typed.run::<f64>(),
+        ElementType::F32 => typed.run::<f32>(),
+        ElementType::I64 => typed.run::<i64>(),
+        ElementType::I32 => typed.run::<i32>(),
+        ElementType::I16 => typed.run::<i16>(),
+        ElementType::I8 => typed.run::<i8>(),
+        ElementType::U64 => typed.run::<u64>(),
+        ElementType::U32 => typed.run::<u32>(),
+        ElementType::U16 => typed.run::<u16>(),
+        ElementType::U8 => typed.run::<u8>(),
+        ElementType::Bool => typed.run::<Bool>(),
         other => return Err(Error::Usage(format!("unsupported --dtype for convert: {other}"))),
     }?;
     if let (Some(auto), false) = (&built.auto, cx.quiet) {
@@ -165,9 +165,9 @@ pub fn statistics_section(args: &ConvertArgs) -> StatisticsSection {
 pub fn options(args: &ConvertArgs) -> Options {
     Options {
         mode_order: match &args.mode_order {
-            ModeOrderArg::Identity => ModeOrder::Identity,
-            ModeOrderArg::Auto => ModeOrder::Auto,
-            ModeOrderArg::Explicit(order) => ModeOrder::Explicit(order.clone()),
+            ModeOrderArg::Identity => ModeOrderPolicy::Identity,
+            ModeOrderArg::Auto => ModeOrderPolicy::Auto,
+            ModeOrderArg::Explicit(order) => ModeOrderPolicy::Explicit(order.clone()),
         },
         duplicates: match args.duplicates {
             DuplicatesArg::Error => Duplicates::Error,
@@ -193,7 +193,7 @@ pub fn check_rank(path: &Path, first: tns::FirstLine) -> Result<usize> {
 }
 
 /// The typed part of `convert`: parse into the element type, then build.
-struct Job<'a> {
+struct TypedConvert<'a> {
     args: &'a ConvertArgs,
     cx: &'a Context,
     rank: usize,
@@ -201,9 +201,9 @@ struct Job<'a> {
     timings: &'a mut Timings,
 }
 
-impl Job<'_> {
+impl TypedConvert<'_> {
     fn run<V: TnsValue>(self) -> Result<Built> {
-        let Job { args, cx, rank, input, timings } = self;
+        let TypedConvert { args, cx, rank, input, timings } = self;
         let path = args.input.as_path();
         let show = progress::wanted(cx.quiet);
 

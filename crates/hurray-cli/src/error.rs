@@ -32,7 +32,7 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
-        /// The file.
+        /// The file being read or written, as the user named it.
         path: Shown,
         /// What the OS said.
         source: io::Error,
@@ -40,7 +40,7 @@ pub enum Error {
     /// A line of a `.tns` file is malformed.
     #[error("{path}:{line}: {message}")]
     Line {
-        /// The file.
+        /// The `.tns` file holding the line, as the user named it.
         path: Shown,
         /// The 1-based line number.
         line: u64,
@@ -52,7 +52,7 @@ pub enum Error {
     /// outside the shape).
     #[error("{path}: {message}")]
     Data {
-        /// The file.
+        /// The file whose contents are wrong, as the user named it.
         path: Shown,
         /// What is wrong.
         message: String,

@@ -27,9 +27,9 @@ fn block_len(budget: u64) -> usize {
 }
 
 /// In-memory convert needs about this many bytes per byte of plain `.tns`
-/// text (the text, the parsed entries and the built tensor; measured 2.3 to
-/// 2.9 on the files of docs/benchmarks.md), and gzip text is about four times
-/// its compressed size.
+/// text (the text, the parsed entries and the built tensor; docs/benchmarks.md,
+/// "Figures behind constants"), and gzip text is about four times its
+/// compressed size.
 const IN_MEMORY_BYTES_PER_TEXT_BYTE: u64 = 3;
 const GZIP_RATIO: u64 = 4;
 

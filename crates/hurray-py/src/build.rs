@@ -3,7 +3,9 @@
 
 use std::borrow::Cow;
 
-use csf_build::{Coo, Duplicates, Indices, ModeOrder, Options, Quantize, StatisticsSection};
+use csf_build::{
+    Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions, StatisticsSection,
+};
 use csf_core::{CsfView, OwnedCsf};
 use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -22,11 +24,11 @@ fn element_type(name: &str) -> PyResult<ElementType> {
 }
 
 /// `"identity"`, `"auto"`, or a permutation.
-fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrder> {
+fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrderPolicy> {
     if let Ok(name) = spec.extract::<String>() {
         return match name.as_str() {
-            "identity" => Ok(ModeOrder::Identity),
-            "auto" => Ok(ModeOrder::Auto),
+            "identity" => Ok(ModeOrderPolicy::Identity),
+            "auto" => Ok(ModeOrderPolicy::Auto),
             other => Err(PyValueError::new_err(format!(
                 "mode_order '{other}' is neither 'identity', 'auto' nor a permutation"
             ))),
@@ -39,7 +41,7 @@ fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrder> {
     let dims: Result<Vec<u32>, _> = order.iter().map(|&d| u32::try_from(d)).collect();
     let dims =
         dims.map_err(|_| PyValueError::new_err(format!("mode order {order:?} is not a permutation")))?;
-    Ok(ModeOrder::Explicit(dims))
+    Ok(ModeOrderPolicy::Explicit(dims))
 }
 
 fn duplicates(name: &str) -> PyResult<Duplicates> {
@@ -252,8 +254,8 @@ pub(crate) fn reorder<'py>(
     let order = self::mode_order(mode_order)?;
     let statistics =
         hurray_format::Container::decode(raw).map(|c| c.descriptor().statistics.is_some()).unwrap_or(false);
-    let parallel = threads != Some(1);
-    let work = || encode(csf_build::reorder(&view, order, parallel).map_err(Fail::Build)?, statistics);
+    let options = ReorderOptions { mode_order: order, parallel: threads != Some(1) };
+    let work = || encode(csf_build::reorder(&view, &options).map_err(Fail::Build)?, statistics);
     let result = py.detach(|| with_threads(threads, work));
     let (bytes, auto, removed) = result?.map_err(|e| e.into_err(py))?;
     Ok((PyArray1::from_vec(py, bytes), auto, removed))

@@ -22,7 +22,7 @@ pub(crate) fn bytes<'a>(raw: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]>
 /// all the structure that safe access needs (`O(rank)`); the accessors of
 /// `csf-core` are total on whatever it lets through.
 pub(crate) fn view<'a>(py: Python<'_>, raw: &'a [u8]) -> PyResult<CsfView<'a>> {
-    csf_validate::read(raw, Mode::Permissive).map_err(|e| errors::read(py, e))
+    csf_validate::read_permissive(raw).map_err(|e| errors::read(py, e))
 }
 
 fn mode(strict: bool) -> Mode {
@@ -38,8 +38,12 @@ fn mode(strict: bool) -> Mode {
 #[pyfunction]
 pub(crate) fn open(py: Python<'_>, raw: PyReadonlyArray1<'_, u8>, strict: bool) -> PyResult<()> {
     let raw = bytes(&raw)?;
-    let mode = mode(strict);
-    py.detach(|| csf_validate::read(raw, mode).map(|_| ())).map_err(|e| errors::read(py, e))
+    let checked = if strict {
+        py.detach(|| csf_validate::read(raw).map(|_| ()))
+    } else {
+        py.detach(|| csf_validate::read_permissive(raw).map(|_| ()))
+    };
+    checked.map_err(|e| errors::read(py, e))
 }
 
 /// Every violation (up to `max_errors`) and warning of `raw`.

@@ -1,10 +1,10 @@
 //! The path for keys wider than 128 bits: a comparison sort of entry
 //! positions, then one pass that emits the levels.
 
-use super::{check_bounds, Job, Levels, Output};
+use super::{check_bounds, BuildJob, Levels, Output};
 use crate::{BuildError, Duplicates};
 
-impl Job<'_> {
+impl BuildJob<'_> {
     /// The fallback for keys wider than 128 bits: a stable comparison sort of
     /// entry positions by their storage-order tuples.
     pub(super) fn run_by_comparison(&self) -> Result<Output, BuildError> {

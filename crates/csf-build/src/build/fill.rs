@@ -11,7 +11,7 @@ use crate::key::{Key, Layout};
 use crate::sort::copy_slot;
 use crate::{BuildError, Duplicates};
 
-use super::Job;
+use super::BuildJob;
 
 /// One chunk's share of the output: whole buckets, so that no run of
 /// duplicates crosses chunks.
@@ -94,7 +94,7 @@ fn open_above<K: Key>(
     }
 }
 
-impl Job<'_> {
+impl BuildJob<'_> {
     /// Writes every part (in parallel with `parallel`), and returns the
     /// leaves each could not write in place. The value copy is specialised by
     /// width (a `memcpy` call per value would cost more than the rest of the

@@ -4,14 +4,14 @@ use std::ops::Range;
 
 use hurray_format::limits::MAX_RANK;
 
-use super::Job;
+use super::BuildJob;
 use crate::key::Key;
 use crate::sort::KeySource;
 use crate::Indices;
 
 /// Makes the keys straight from the input, for the sort (see `sort.rs`).
 pub(super) struct Keyer<'j> {
-    job: &'j Job<'j>,
+    job: &'j BuildJob<'j>,
     /// Per level: the logical dimension, its extent, and its field's bits.
     dims: [usize; MAX_RANK],
     extents: [u64; MAX_RANK],
@@ -19,7 +19,7 @@ pub(super) struct Keyer<'j> {
 }
 
 impl<'j> Keyer<'j> {
-    pub(super) fn new(job: &'j Job<'j>) -> Self {
+    pub(super) fn new(job: &'j BuildJob<'j>) -> Self {
         let mut keyer = Self { job, dims: [0; MAX_RANK], extents: [0; MAX_RANK], bits: [0; MAX_RANK] };
         for (level, &dim) in job.mode_order.iter().enumerate() {
             keyer.dims[level] = dim as usize;

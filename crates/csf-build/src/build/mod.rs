@@ -14,7 +14,7 @@ mod plan;
 mod radix;
 mod reorder;
 
-pub use reorder::reorder;
+pub use reorder::{reorder, ReorderOptions};
 
 use csf_core::OwnedCsf;
 
@@ -22,7 +22,7 @@ use crate::key::Layout;
 use crate::order::{choose, AutoChoice};
 use crate::presorted;
 use crate::values::Slots;
-use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, Options, Source};
+use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Source};
 
 /// The most entries the presorted path takes when the build could use
 /// several threads: below this the radix sort's chunks are too few to gain
@@ -30,6 +30,20 @@ use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrder, 
 const PRESORTED_PARALLEL_MAX: usize = 1 << 17;
 
 /// Builds a CSF tensor from COO input.
+///
+/// # Example
+/// ```
+/// use csf_build::{build, Coo, Duplicates, Indices, Options};
+///
+/// // Three entries of a [2, 3, 4] tensor, in any order, two of them at (1, 1, 2).
+/// let coo = Coo::new(&[2, 3, 4], Indices::RowMajor(&[1, 1, 2, 0, 0, 1, 1, 1, 2]), &[4.0f64, 1.0, 0.5]);
+/// let options = Options { duplicates: Duplicates::Sum, ..Options::default() };
+/// let built = build(&coo, &options)?;
+/// assert_eq!(built.removed, 1); // merged into the other (1, 1, 2)
+/// let view = built.tensor.view();
+/// assert_eq!((view.nnz(), view.get_f64(&[1, 1, 2])?), (2, 4.5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// A [`BuildError`] for rank outside `3..=64`, arrays of mismatched lengths,
@@ -94,12 +108,12 @@ fn mode_order_of(
 ) -> Result<(Vec<u32>, Option<AutoChoice>), BuildError> {
     let rank = source.shape.len();
     Ok(match &options.mode_order {
-        ModeOrder::Identity => ((0..rank as u32).collect(), None),
-        ModeOrder::Explicit(order) => {
+        ModeOrderPolicy::Identity => ((0..rank as u32).collect(), None),
+        ModeOrderPolicy::Explicit(order) => {
             check_permutation(order, rank)?;
             (order.clone(), None)
         }
-        ModeOrder::Auto => {
+        ModeOrderPolicy::Auto => {
             check_bounds(source)?;
             let choice = choose(source, options.parallel);
             (choice.mode_order.clone(), Some(choice))
@@ -128,7 +142,7 @@ fn build_levels(
             return Ok(output);
         }
     }
-    let job = Job { source, slots, mode_order, layout, options };
+    let job = BuildJob { source, slots, mode_order, layout, options };
     match layout.total_bits() {
         0..=64 => job.run::<u64>(),
         65..=128 => job.run::<u128>(),
@@ -198,8 +212,9 @@ type Levels = Vec<(Vec<u64>, Vec<u64>)>;
 /// Levels, and the values in leaf order as slots (see [`Slots`]).
 type Output = (Levels, Vec<u8>);
 
-/// One build's input and settings, as the radix and comparison paths read them.
-struct Job<'j> {
+/// One in-memory COO -> CSF build: its input and settings, as the radix and
+/// comparison paths read them.
+struct BuildJob<'j> {
     source: &'j Source<'j>,
     slots: &'j Slots<'j>,
     mode_order: &'j [u32],
@@ -207,7 +222,7 @@ struct Job<'j> {
     options: &'j Options,
 }
 
-impl Job<'_> {
+impl BuildJob<'_> {
     fn keep(&self, entry: usize) -> bool {
         !self.options.drop_zeros || !self.slots.is_zero(entry)
     }

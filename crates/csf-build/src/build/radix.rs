@@ -8,7 +8,7 @@ use crate::{BuildError, Duplicates};
 
 use super::keyer::Keyer;
 use super::plan::ChunkPlan;
-use super::{check_bounds, Job, Output};
+use super::{check_bounds, BuildJob, Output};
 
 /// What one sorted bucket adds to the tree, counted while it is in cache.
 pub(super) struct Tally {
@@ -19,7 +19,7 @@ pub(super) struct Tally {
     first_duplicate: Option<usize>,
 }
 
-impl Job<'_> {
+impl BuildJob<'_> {
     /// Sorts the keys (the values come along, see `sort.rs`), counting each
     /// bucket's nodes per level while it is in cache; then prefix sums of
     /// those counts give every chunk of buckets its place in each output

@@ -6,7 +6,24 @@ use hurray_format::QuantScheme;
 
 use super::build;
 use crate::values::Slots;
-use crate::{BuildError, Built, Coo, Indices, ModeOrder, Options, Quantize};
+use crate::{BuildError, Built, Coo, Indices, ModeOrderPolicy, Options, Quantize};
+
+/// How [`reorder`] rebuilds a tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReorderOptions {
+    /// The mode order to store after re-ordering (the default is the
+    /// identity order; [`ModeOrderPolicy::Auto`] picks the smallest).
+    pub mode_order: ModeOrderPolicy,
+    /// Sort and gather on rayon's thread pool (the default), rather than on
+    /// the calling thread alone.
+    pub parallel: bool,
+}
+
+impl Default for ReorderOptions {
+    fn default() -> Self {
+        Self { mode_order: ModeOrderPolicy::Identity, parallel: true }
+    }
+}
 
 /// Re-orders an existing tensor to another mode order, without going through a
 /// dense array: its entries are read in leaf order and rebuilt.
@@ -24,12 +41,27 @@ use crate::{BuildError, Built, Coo, Indices, ModeOrder, Options, Quantize};
 ///   E8M0 for MXFP). Each value then differs from the one before by at most
 ///   the scheme's rounding error in its new block.
 ///
+/// # Example
+/// ```
+/// use csf_build::{build, reorder, Coo, Indices, ModeOrderPolicy, Options, ReorderOptions};
+///
+/// let coo = Coo::new(&[2, 3, 4], Indices::RowMajor(&[1, 1, 2, 0, 0, 1]), &[4.0f32, 1.0]);
+/// let built = build(&coo, &Options::default())?;
+/// let options = ReorderOptions { mode_order: ModeOrderPolicy::Explicit(vec![2, 0, 1]), ..ReorderOptions::default() };
+/// let moved = reorder(&built.tensor.view(), &options)?;
+/// let view = moved.tensor.view();
+/// assert_eq!(view.mode_order(), [2, 0, 1]);
+/// assert_eq!(view.get_f64(&[1, 1, 2])?, 4.0); // the same tensor, stored k first
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`build`] (a duplicate can only come from unvalidated input);
 /// [`BuildError::MissingValue`] when a stored leaf has no value (unvalidated
 /// input); [`BuildError::Quantize`] when re-quantizing meets a value that is
 /// not finite (an MXFP block whose scale is NaN, say).
-pub fn reorder(view: &CsfView<'_>, mode_order: ModeOrder, parallel: bool) -> Result<Built, BuildError> {
+pub fn reorder(view: &CsfView<'_>, options: &ReorderOptions) -> Result<Built, BuildError> {
+    let ReorderOptions { mode_order, parallel } = options.clone();
     let options = Options { mode_order, parallel, ..Options::default() };
     let quantization = view.quantization();
     let scheme = quantization.map(|q| q.scheme);

@@ -9,7 +9,12 @@ fn levels_and_values(built: &Built) -> (Levels, Vec<f64>) {
 }
 
 fn options(order: &[u32], duplicates: Duplicates, parallel: bool) -> Options {
-    Options { mode_order: ModeOrder::Explicit(order.to_vec()), duplicates, parallel, ..Options::default() }
+    Options {
+        mode_order: ModeOrderPolicy::Explicit(order.to_vec()),
+        duplicates,
+        parallel,
+        ..Options::default()
+    }
 }
 
 /// Enough entries for several chunks and many buckets, with runs of
@@ -88,7 +93,8 @@ fn every_value_width_follows_its_keys() {
     // 4-bit codes: values 1..=7 as u4.
     let codes: Vec<u8> = (0..coo.len()).map(|i| (i % 7 + 1) as u8).collect();
     let packed: Vec<u8> = codes.chunks(2).map(|c| c[0] | c.get(1).map_or(0, |h| h << 4)).collect();
-    let as_f64 = csf_testdata::Coo { values: codes.iter().map(|&c| f64::from(c)).collect(), ..coo.clone() };
+    let as_f64 =
+        csf_testdata::TestTensor { values: codes.iter().map(|&c| f64::from(c)).collect(), ..coo.clone() };
     let want = reference_csf(&as_f64, &[0, 1, 2, 3]);
     let input = Coo {
         shape: &coo.shape,
@@ -107,7 +113,12 @@ fn every_value_width_follows_its_keys() {
 /// `coo`'s entries stably sorted by their storage-order tuples (equal
 /// tuples keep their input order), with `strays` of them then moved to
 /// random places.
-fn in_storage_order(coo: &csf_testdata::Coo, order: &[u32], strays: usize, seed: u64) -> csf_testdata::Coo {
+fn in_storage_order(
+    coo: &csf_testdata::TestTensor,
+    order: &[u32],
+    strays: usize,
+    seed: u64,
+) -> csf_testdata::TestTensor {
     let mut entries: Vec<usize> = (0..coo.len()).collect();
     entries.sort_by_key(|&e| order.iter().map(|&d| coo.index(e)[d as usize]).collect::<Vec<_>>());
     let mut rng = csf_testdata::Rng::new(seed);
@@ -118,7 +129,7 @@ fn in_storage_order(coo: &csf_testdata::Coo, order: &[u32], strays: usize, seed:
     }
     let indices = entries.iter().flat_map(|&e| coo.index(e).to_vec()).collect();
     let values = entries.iter().map(|&e| coo.values[e]).collect();
-    csf_testdata::Coo { shape: coo.shape.clone(), indices, values }
+    csf_testdata::TestTensor { shape: coo.shape.clone(), indices, values }
 }
 
 /// Sorted and nearly sorted input (strays up to the limit and past it)
@@ -205,7 +216,7 @@ fn dropped_zeros_in_chunked_builds() {
         *v = 0.0;
     }
     let kept: Vec<usize> = (0..coo.len()).filter(|&i| coo.values[i] != 0.0).collect();
-    let filtered = csf_testdata::Coo {
+    let filtered = csf_testdata::TestTensor {
         shape: coo.shape.clone(),
         indices: kept.iter().flat_map(|&i| coo.index(i).to_vec()).collect(),
         values: kept.iter().map(|&i| coo.values[i]).collect(),

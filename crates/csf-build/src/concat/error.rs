@@ -33,7 +33,7 @@ pub enum ConcatError<E = Infallible> {
     /// A part's element type differs from the joined tensor's.
     #[error("part {part}: element type {found}, but the joined tensor's is {expected}")]
     ElementType {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// Its element type.
         found: ElementType,
@@ -43,7 +43,7 @@ pub enum ConcatError<E = Infallible> {
     /// A part's shape differs from the joined tensor's.
     #[error("part {part}: shape {found:?}, but the joined tensor's is {expected:?}")]
     Shape {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// Its shape.
         found: Vec<u64>,
@@ -53,7 +53,7 @@ pub enum ConcatError<E = Infallible> {
     /// A part's mode order differs from the joined tensor's.
     #[error("part {part}: mode order {found:?}, but the joined tensor's is {expected:?}")]
     ModeOrder {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// Its mode order.
         found: Vec<u32>,
@@ -68,7 +68,7 @@ pub enum ConcatError<E = Infallible> {
          (its parameters must come from all of its values)"
     )]
     Quantized {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// Its scheme.
         scheme: QuantScheme,
@@ -78,7 +78,7 @@ pub enum ConcatError<E = Infallible> {
     /// violation says which, at which level and element of the part.
     #[error("part {part}: {violation}")]
     Invalid {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// The rule broken, and where in the part.
         violation: Violation,
@@ -92,7 +92,7 @@ pub enum ConcatError<E = Infallible> {
         "part {part}: node {node} of level {level} has no children; parts must store only paths to leaves"
     )]
     ChildlessNode {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// The interior level.
         level: usize,
@@ -107,7 +107,7 @@ pub enum ConcatError<E = Infallible> {
          {previous} ends: parts must come in storage order with disjoint key ranges"
     )]
     OutOfOrder {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// The last non-empty part before it.
         previous: usize,
@@ -119,7 +119,7 @@ pub enum ConcatError<E = Infallible> {
     /// A part starts with the entry the previous non-empty part ends with.
     #[error("part {part} starts with index {index:?}, where part {previous} ends: a duplicate entry")]
     Duplicate {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// The last non-empty part before it.
         previous: usize,
@@ -130,7 +130,7 @@ pub enum ConcatError<E = Infallible> {
     /// values, the address space).
     #[error("part {part}: the joined tensor's level {level} would hold more than 2^64 nodes")]
     Overflow {
-        /// The part.
+        /// Which part, counting pushes from 0.
         part: usize,
         /// The level whose count overflows.
         level: usize,

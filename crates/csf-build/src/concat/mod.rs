@@ -111,6 +111,28 @@ pub fn concat(parts: &[CsfView<'_>]) -> Result<Built, ConcatError> {
 /// (its coordinate and node count at each level), a half-filled byte of 4-bit
 /// values, and the running statistics. What it has written to the sink is
 /// final, so the sink may spill it.
+///
+/// # Example
+/// ```
+/// use csf_build::{build, Coo, Indices, Joiner, Options, VecSink};
+/// use hurray_format::ElementType;
+///
+/// // Two parts of a [2, 3, 4] tensor: the entries under i = 0, then under i = 1.
+/// let shape = [2, 3, 4];
+/// let part = |indices: &[u64], values: &[f32]| {
+///     build(&Coo::new(&shape, Indices::RowMajor(indices), values), &Options::default()).unwrap()
+/// };
+/// let (first, second) = (part(&[0, 0, 1, 0, 2, 3], &[1.0, 2.0]), part(&[1, 1, 0, 1, 1, 2], &[3.0, 4.0]));
+///
+/// let mut joiner = Joiner::new(ElementType::F32, &shape, &[0, 1, 2], VecSink::default())?;
+/// joiner.push(&first.tensor.view())?;
+/// joiner.push(&second.tensor.view())?;
+/// let joined = joiner.finish()?;
+/// assert_eq!(joined.statistics.nnz, 4);
+/// let tensor = joined.into_tensor()?;
+/// assert_eq!(tensor.view().get_f64(&[1, 1, 2]), Ok(4.0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Joiner<S: ArraySink> {
     element_type: ElementType,
@@ -140,13 +162,13 @@ pub struct Joiner<S: ArraySink> {
 /// tensor, and what its descriptor needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Joined<S> {
-    /// The sink.
+    /// The sink the joiner wrote to, holding every level and the values.
     pub sink: S,
-    /// The element type.
+    /// The values' element type, shared by every part.
     pub element_type: ElementType,
-    /// The shape.
+    /// The logical shape, shared by every part.
     pub shape: Vec<u64>,
-    /// The mode order.
+    /// The storage order of the dimensions, shared by every part.
     pub mode_order: Vec<u32>,
     /// `n_L` per level (so `pos_L` holds `n_{L-1} + 1` words, `pos_0` two).
     pub node_counts: Vec<u64>,

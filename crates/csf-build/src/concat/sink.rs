@@ -41,7 +41,7 @@ pub trait ArraySink {
 pub struct VecSink {
     /// `(pos_L, crd_L)` per level, outermost first.
     pub levels: Vec<(Vec<u64>, Vec<u64>)>,
-    /// The values buffer.
+    /// The values buffer, packed as the element type prescribes.
     pub values: Vec<u8>,
 }
 

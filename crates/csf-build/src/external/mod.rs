@@ -41,7 +41,8 @@ use crate::concat::{ConcatError, Joiner};
 use crate::order::choose;
 use crate::values::Slots;
 use crate::{
-    build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrder, Options, Source, StatisticsSection,
+    build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Source,
+    StatisticsSection,
 };
 use output::{FileSinks, Header};
 use partition::{partition_of, quantiles};
@@ -82,7 +83,7 @@ pub struct ExternalReport {
     pub bytes_spilled: u64,
     /// The container's length in bytes.
     pub bytes_written: u64,
-    /// What `ModeOrder::Auto` chose, from the entries held before the first
+    /// What `ModeOrderPolicy::Auto` chose, from the entries held before the first
     /// spill (not from all entries: see [`ExternalBuilder`]).
     pub mode_order: Vec<u32>,
 }
@@ -146,7 +147,7 @@ const MIN_SPILL_BUFFER: usize = 4096;
 /// key-range partitions, each built in memory and joined (the crate docs,
 /// "Larger than memory", say how).
 ///
-/// `ModeOrder::Auto` decides from the entries held before the first spill (a
+/// `ModeOrderPolicy::Auto` decides from the entries held before the first spill (a
 /// quarter of the budget), with the guarantee of [`AutoChoice`](crate::AutoChoice)
 /// for those entries: on the whole input, the order that an in-memory build
 /// would choose when the first entries represent the rest. The chosen order is
@@ -236,12 +237,12 @@ impl ExternalBuilder {
         }
         check_rank(rank)?;
         let order = match &options.mode_order {
-            ModeOrder::Identity => Some((0..rank as u32).collect()),
-            ModeOrder::Explicit(order) => {
+            ModeOrderPolicy::Identity => Some((0..rank as u32).collect()),
+            ModeOrderPolicy::Explicit(order) => {
                 check_permutation(order, rank)?;
                 Some(order.clone())
             }
-            ModeOrder::Auto => None,
+            ModeOrderPolicy::Auto => None,
         };
         if let (Some(spec), Some(shape)) = (options.quantize, &shape) {
             // Refuse a scheme that cannot apply before any entry is spilled.
@@ -606,7 +607,7 @@ impl ExternalBuilder {
         };
         // Quantization needs every value: it comes after the join.
         let options = Options {
-            mode_order: ModeOrder::Explicit(assembly.order.clone()),
+            mode_order: ModeOrderPolicy::Explicit(assembly.order.clone()),
             quantize: None,
             ..self.options.clone()
         };

@@ -1,138 +1,16 @@
-//! Helpers shared by csf-core's integration tests: a tree of owned arrays that
-//! lends a `CsfView`, container encoding, and an oracle-driven checker that
-//! compares every lookup and iteration API against a `BTreeMap`.
+//! Helpers shared by csf-core's integration tests: an oracle-driven checker
+//! that compares every lookup and iteration API against a `BTreeMap`. The
+//! owned tree that lends a `CsfView` and the byte helpers, which csf-validate's
+//! tests use too, live in `csf_testdata::tree`.
 
 // Each test binary uses a different subset of the helpers.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use csf_core::{CsfView, Level, LookupError, Value};
-use csf_testdata::{Coo, CsfArrays};
-use hurray_format::le::U64Array;
-use hurray_format::{BufferEntry, Container, Descriptor, ElementType};
-
-/// `words` as little-endian bytes (the file byte order of `pos`/`crd`).
-pub fn le_bytes(words: &[u64]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// `values` as little-endian `f32` bytes.
-pub fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-/// A CSF tree that owns its arrays (valid or not) and lends a [`CsfView`].
-#[derive(Clone, Debug)]
-pub struct Tree {
-    pub element_type: ElementType,
-    pub shape: Vec<u64>,
-    pub mode_order: Vec<u32>,
-    pub nnz: u64,
-    /// `(pos_L, crd_L)` as ordinary `u64`s.
-    pub levels: Vec<(Vec<u64>, Vec<u64>)>,
-    /// The packed values buffer.
-    pub values: Vec<u8>,
-    /// The same levels as little-endian words, which the view borrows.
-    le: Vec<(Vec<u64>, Vec<u64>)>,
-}
-
-impl Tree {
-    pub fn new(
-        element_type: ElementType,
-        shape: &[u64],
-        mode_order: &[u32],
-        nnz: u64,
-        levels: Vec<(Vec<u64>, Vec<u64>)>,
-        values: Vec<u8>,
-    ) -> Self {
-        let le = levels
-            .iter()
-            .map(|(p, c)| (p.iter().map(|x| x.to_le()).collect(), c.iter().map(|x| x.to_le()).collect()))
-            .collect();
-        Self { element_type, shape: shape.to_vec(), mode_order: mode_order.to_vec(), nnz, levels, values, le }
-    }
-
-    /// The tree built by `csf_testdata::reference_csf`, with `f32` values.
-    pub fn from_arrays(a: &CsfArrays) -> Self {
-        Self::new(
-            ElementType::F32,
-            &a.shape,
-            &a.mode_order,
-            a.nnz() as u64,
-            a.levels.clone(),
-            a.values_f32_le(),
-        )
-    }
-
-    /// The spec's worked example (§ Example): shape [2, 3, 4], f32, identity order.
-    pub fn spec_example() -> Self {
-        Self::new(
-            ElementType::F32,
-            &[2, 3, 4],
-            &[0, 1, 2],
-            4,
-            vec![
-                (vec![0, 2], vec![0, 1]),
-                (vec![0, 2, 3], vec![0, 2, 1]),
-                (vec![0, 1, 2, 4], vec![1, 3, 0, 2]),
-            ],
-            f32_bytes(&[1.0, 2.0, 3.0, 4.0]),
-        )
-    }
-
-    pub fn rank(&self) -> usize {
-        self.shape.len()
-    }
-
-    /// The view over the owned arrays (through `CsfView::from_parts`).
-    pub fn view(&self) -> CsfView<'_> {
-        let levels: Vec<Level<'_>> = self
-            .le
-            .iter()
-            .map(|(p, c)| Level { pos: U64Array::from_le_words(p), crd: U64Array::from_le_words(c) })
-            .collect();
-        CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, &levels, &self.values)
-            .expect("structurally sound tree")
-    }
-
-    /// The buffers in table order: values, then `pos_L`, `crd_L` per level.
-    pub fn buffers(&self) -> Vec<Vec<u8>> {
-        let mut out = vec![self.values.clone()];
-        for (p, c) in &self.levels {
-            out.push(le_bytes(p));
-            out.push(le_bytes(c));
-        }
-        out
-    }
-
-    /// The tree as a Hurray container, written by `hurray_format::encode_to_slice`.
-    pub fn container_bytes(&self) -> Vec<u8> {
-        let mut d =
-            Descriptor::csf_unchecked(self.element_type, &self.shape, &self.mode_order, self.nnz).unwrap();
-        for _ in 0..hurray_format::csf::buffer_count(self.rank()) {
-            d.buffers.push(BufferEntry::default()).unwrap();
-        }
-        let buffers = self.buffers();
-        let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
-        let len = hurray_format::encoded_len(&d, &slices).unwrap();
-        let mut out = vec![0xa5u8; len];
-        assert_eq!(hurray_format::encode_to_slice(&d, &slices, &mut out).unwrap(), len);
-        out
-    }
-}
-
-/// A copy of `bytes` that starts at an address that is 1 mod 8, so that no
-/// `u64` array inside it is aligned, and the offset of the copy in `storage`.
-pub fn misaligned_copy(bytes: &[u8], storage: &mut Vec<u8>) -> std::ops::Range<usize> {
-    storage.clear();
-    storage.resize(bytes.len() + 16, 0);
-    let addr = storage.as_ptr() as usize;
-    let start = (9 - addr % 8) % 8;
-    assert_eq!((addr + start) % 8, 1);
-    storage[start..start + bytes.len()].copy_from_slice(bytes);
-    start..start + bytes.len()
-}
+use csf_core::{CsfView, LookupError, Value};
+use csf_testdata::TestTensor;
+use hurray_format::Container;
 
 /// Decodes a container and views it.
 pub fn view_container(bytes: &[u8]) -> CsfView<'_> {
@@ -142,7 +20,7 @@ pub fn view_container(bytes: &[u8]) -> CsfView<'_> {
 
 /// The logical tensor a COO list denotes (later duplicates win, like
 /// `reference_csf`), with values rounded to `f32` as the tree stores them.
-pub fn oracle(coo: &Coo) -> BTreeMap<Vec<u64>, f32> {
+pub fn oracle(coo: &TestTensor) -> BTreeMap<Vec<u64>, f32> {
     let mut map = BTreeMap::new();
     for i in 0..coo.len() {
         map.insert(coo.index(i).to_vec(), coo.values[i] as f32);
@@ -311,6 +189,7 @@ pub fn check_against_oracle(view: &CsfView<'_>, map: &BTreeMap<Vec<u64>, f32>, a
 #[cfg(feature = "alloc")]
 pub fn check_conversions(view: &CsfView<'_>, map: &BTreeMap<Vec<u64>, f32>) {
     use csf_core::{CooOrder, DenseError};
+    use hurray_format::ElementType;
     let rank = view.rank();
     let seen = iterate_all(view);
     let coo = view.to_coo(CooOrder::Logical);

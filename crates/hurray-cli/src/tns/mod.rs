@@ -223,31 +223,31 @@ fn parse_in_chunks<V: TnsValue>(
     let mut values = vec![V::default(); capacity];
 
     // Hand each chunk its slices of the output and its first line number.
-    struct Job<'a, V> {
+    struct ChunkTask<'a, V> {
         bytes: &'a [u8],
         first_line: u64,
         start: usize,
         coords: &'a mut [u64],
         values: &'a mut [V],
     }
-    let mut jobs = Vec::with_capacity(ranges.len());
+    let mut tasks = Vec::with_capacity(ranges.len());
     let (mut coord_rest, mut value_rest) = (&mut coords[..], &mut values[..]);
     let (mut first_line, mut start) = (0u64, 0usize);
     for (range, &count) in ranges.iter().zip(&line_counts) {
         let count = count as usize;
         let (c, c_rest) = std::mem::take(&mut coord_rest).split_at_mut(count * rank);
         let (v, v_rest) = std::mem::take(&mut value_rest).split_at_mut(count);
-        jobs.push(Job { bytes: &b[range.clone()], first_line, start, coords: c, values: v });
+        tasks.push(ChunkTask { bytes: &b[range.clone()], first_line, start, coords: c, values: v });
         (coord_rest, value_rest) = (c_rest, v_rest);
         first_line += count as u64;
         start += count;
     }
-    let outs: Vec<(usize, ChunkOut)> = jobs
+    let outs: Vec<(usize, ChunkOut)> = tasks
         .into_par_iter()
-        .map(|job| {
-            let out = parse_chunk(job.bytes, rank, shape, job.first_line, job.coords, job.values);
-            progress(job.bytes.len() as u64);
-            (job.start, out)
+        .map(|task| {
+            let out = parse_chunk(task.bytes, rank, shape, task.first_line, task.coords, task.values);
+            progress(task.bytes.len() as u64);
+            (task.start, out)
         })
         .collect();
     if let Some(error) = outs.iter().find_map(|(_, out)| out.error.clone()) {
