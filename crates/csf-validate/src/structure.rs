@@ -92,14 +92,10 @@ pub(crate) fn structural(e: ViewError) -> Violation {
 /// out of range or seen before is one violation, at its position.
 pub(crate) fn check_mode_order(mode_order: &[u32], sink: &mut dyn Sink) -> Result<(), Stop> {
     let rank = mode_order.len();
-    let mut seen = 0u128; // rank <= 64
-    for (i, &dim) in mode_order.iter().enumerate() {
-        if dim as usize >= rank || seen & (1u128 << dim) != 0 {
-            let v = Violation::new(Rule::ModeOrderNotPermutation, u64::from(dim), rank as u64);
-            sink.violation(v.at_index(i as u64))?;
-        } else {
-            seen |= 1u128 << dim;
-        }
+    for i in hurray_format::limits::permutation_faults(mode_order) {
+        let dim = mode_order.get(i).copied().unwrap_or_default();
+        let v = Violation::new(Rule::ModeOrderNotPermutation, u64::from(dim), rank as u64);
+        sink.violation(v.at_index(i as u64))?;
     }
     Ok(())
 }

@@ -266,12 +266,8 @@ fn parse_mode_order(text: &str) -> Result<ModeOrderArg, String> {
         _ => {}
     }
     let order: Vec<u32> = parse_list(text, "expected identity, auto or a permutation P0,P1,...")?;
-    let mut seen = vec![false; order.len()];
-    for &d in &order {
-        match seen.get_mut(d as usize) {
-            Some(slot) if !*slot => *slot = true,
-            _ => return Err(format!("{text} is not a permutation of 0..{}", order.len())),
-        }
+    if hurray_format::limits::permutation_faults(&order).next().is_some() {
+        return Err(format!("{text} is not a permutation of 0..{}", order.len()));
     }
     Ok(ModeOrderArg::Explicit(order))
 }

@@ -48,6 +48,52 @@ impl core::fmt::Display for RankError {
 
 impl core::error::Error for RankError {}
 
+/// The entries of a mode order that keep it from being a permutation of
+/// `0..order.len()`, by position, in order: each entry out of range and each
+/// repeat of an earlier one. None exactly when `order` is a permutation. The
+/// one permutation check of the workspace (the builder, the validator and
+/// the CLI call it). An order longer than [`MAX_RANK`] is no mode order a
+/// descriptor can hold: its entries of `MAX_RANK` or more count as out of
+/// range, so that the check needs no memory beyond a 64-bit set.
+///
+/// ```
+/// use hurray_format::limits::permutation_faults;
+///
+/// assert_eq!(permutation_faults(&[2, 0, 1]).count(), 0);
+/// // 3 is out of range for rank 3; the second 0 repeats the first.
+/// assert_eq!(permutation_faults(&[0, 3, 0]).collect::<Vec<_>>(), [1, 2]);
+/// ```
+pub fn permutation_faults(order: &[u32]) -> PermutationFaults<'_> {
+    PermutationFaults { order, next: 0, seen: 0 }
+}
+
+/// The iterator of [`permutation_faults`].
+#[derive(Clone, Debug)]
+pub struct PermutationFaults<'a> {
+    order: &'a [u32],
+    next: usize,
+    /// Bit `d` set once dimension `d` has been seen (`d < MAX_RANK`).
+    seen: u64,
+}
+
+impl Iterator for PermutationFaults<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let range = self.order.len().min(MAX_RANK);
+        while let Some(&dim) = self.order.get(self.next) {
+            let at = self.next;
+            self.next += 1;
+            let dim = dim as usize;
+            if dim >= range || self.seen & (1 << dim) != 0 {
+                return Some(at);
+            }
+            self.seen |= 1 << dim;
+        }
+        None
+    }
+}
+
 /// The most quantization-parameter buffers a descriptor may carry after the
 /// layout's own buffers (scales, zero points, block absmax, ... with room to spare).
 pub const MAX_QUANTIZATION_BUFFERS: usize = 8;
@@ -68,6 +114,20 @@ pub const BUFFER_ALIGNMENT: usize = 64;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn permutation_faults_name_each_entry_out_of_range_or_repeated() {
+        assert_eq!(permutation_faults(&[]).count(), 0);
+        assert_eq!(permutation_faults(&[0, 1, 2, 3]).count(), 0);
+        let faults = |order: &[u32]| permutation_faults(order).collect::<Vec<_>>();
+        assert_eq!(faults(&[0, 1, 1]), [2]);
+        assert_eq!(faults(&[3, 1, 0]), [0]);
+        assert_eq!(faults(&[u32::MAX, 7, 0, 0]), [0, 1, 3]);
+        // The identity of rank 64 is a permutation; of rank 65 its last entry is out of range.
+        let identity: Vec<u32> = (0..65).collect();
+        assert_eq!(faults(&identity[..64]), Vec::<usize>::new());
+        assert_eq!(faults(&identity), [64]);
+    }
 
     #[test]
     fn the_rank_check_bounds_csf_at_3_and_64_and_says_where_else_to_go() {

@@ -185,10 +185,7 @@ pub(crate) fn entry_count(indices: Indices<'_>, rank: usize) -> Result<usize, Bu
 }
 
 pub(crate) fn check_permutation(order: &[u32], rank: usize) -> Result<(), BuildError> {
-    let mut seen = vec![false; rank];
-    let ok = order.len() == rank
-        && order.iter().all(|&d| seen.get_mut(d as usize).is_some_and(|s| !std::mem::replace(s, true)));
-    if ok {
+    if order.len() == rank && hurray_format::limits::permutation_faults(order).next().is_none() {
         Ok(())
     } else {
         Err(BuildError::BadModeOrder { order: order.to_vec(), rank })
