@@ -11,6 +11,7 @@
 extern crate alloc;
 
 mod iter;
+mod leaf;
 mod lookup;
 #[cfg(feature = "alloc")]
 mod owned;
@@ -19,6 +20,7 @@ pub mod scalar;
 mod subtree;
 mod values;
 mod view;
+pub mod words;
 
 pub use hurray_format;
 pub use iter::{Cursor, Entries};

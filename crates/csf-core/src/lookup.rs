@@ -11,6 +11,7 @@ use hurray_format::le::U64Array;
 
 use crate::values::Value;
 use crate::view::{CsfView, Fiber};
+use crate::words::Words;
 
 /// Why a query index cannot be looked up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -258,7 +259,7 @@ const BOUND_ABOVE: usize = 16;
 /// only ever shrinks inside the clamped slice, a hit is always a node holding
 /// `q`, and the work is at most `2 + ceil(log2 n) + 1` probes: `O(log n)`.
 /// The probes read the same elements whether `crd` is read natively or
-/// byte-wise (see [`Coords`]), so aligned and unaligned copies of the same
+/// byte-wise (see [`Words`]), so aligned and unaligned copies of the same
 /// bytes give the same answers.
 #[derive(Clone, Copy, Debug)]
 struct Window {
@@ -273,7 +274,7 @@ impl Window {
     /// The window for `q` in `crd[start..end)`, cut to the bounds that the
     /// end values give when the slice is long.
     #[inline]
-    fn new(crd: impl Coords, start: usize, end: usize, q: u64) -> Self {
+    fn new(crd: impl Words, start: usize, end: usize, q: u64) -> Self {
         let mut w = Window { lo: start, size: end.saturating_sub(start), q };
         if w.size > BOUND_ABOVE {
             let last = end - 1;
@@ -303,7 +304,7 @@ impl Window {
     /// branch-free loop waits for every load and was 2.5 times slower here);
     /// the same probes and outcomes as [`Window::bisect`].
     #[inline]
-    fn search(mut self, crd: impl Coords) -> Option<usize> {
+    fn search(mut self, crd: impl Words) -> Option<usize> {
         while self.size > 1 {
             let half = self.size / 2;
             let mid = self.lo + half;
@@ -321,7 +322,7 @@ impl Window {
     /// that a group's unpredictable comparisons cost no pipeline flushes (the
     /// branch LLVM made of a plain comparison cost batched lookups 5 to 20 %).
     #[inline]
-    fn bisect(&mut self, crd: impl Coords) {
+    fn bisect(&mut self, crd: impl Words) {
         let half = self.size / 2;
         let mid = self.lo + half;
         // An unreadable node (never, in a clamped window) reads as above `q`,
@@ -337,7 +338,7 @@ impl Window {
 
     /// The answer, once the window is down to one node: that node if it holds `q`.
     #[inline]
-    fn finish(&self, crd: impl Coords) -> Option<usize> {
+    fn finish(&self, crd: impl Words) -> Option<usize> {
         (self.size == 1 && crd.get(self.lo) == Some(self.q)).then_some(self.lo)
     }
 }
@@ -346,7 +347,7 @@ impl Window {
 /// start the searches (reading long slices' ends), bisect, check.
 #[inline]
 fn search_level(
-    crd: impl Coords,
+    crd: impl Words,
     lanes: &mut [Lane],
     queries: &[&[u64]],
     out: &mut [Result<Option<usize>, LookupError>],
@@ -398,27 +399,6 @@ struct Lane {
 
 impl Lane {
     const EMPTY: Lane = Lane { live: false, parent: 0, range: (0, 0), window: Window::EMPTY };
-}
-
-/// Element access for [`Window`]: `crd_L` as a native slice when it is
-/// aligned (one bounds check per probe; batched lookups ran 5 to 15 % faster
-/// than byte-wise), or byte-wise. Both read the same element.
-trait Coords: Copy {
-    fn get(self, i: usize) -> Option<u64>;
-}
-
-impl Coords for U64Array<'_> {
-    #[inline]
-    fn get(self, i: usize) -> Option<u64> {
-        U64Array::get(&self, i)
-    }
-}
-
-impl Coords for &[u64] {
-    #[inline]
-    fn get(self, i: usize) -> Option<u64> {
-        <[u64]>::get(self, i).copied()
-    }
 }
 
 /// A coordinate difference as a node count, saturating.

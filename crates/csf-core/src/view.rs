@@ -6,6 +6,7 @@ use hurray_format::{csf, Container, ElementType, LayoutTag};
 
 use crate::quant::Quantized;
 use crate::values::Values;
+use crate::words::clamp_index;
 
 /// One tree level: its `pos_L` pointer array and `crd_L` coordinate array.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,15 +40,10 @@ impl<'a> Level<'a> {
     #[inline]
     pub fn children_of_range(&self, first: usize, end: usize) -> (usize, usize) {
         let n = self.crd.len();
-        let stop = self.pos.get(end).map_or(0, |e| clamp(e, n));
-        let start = self.pos.get(first).map_or(stop, |s| clamp(s, n)).min(stop);
+        let stop = self.pos.get(end).map_or(0, |e| clamp_index(e, n));
+        let start = self.pos.get(first).map_or(stop, |s| clamp_index(s, n)).min(stop);
         (start, stop)
     }
-}
-
-#[inline]
-fn clamp(v: u64, n: usize) -> usize {
-    usize::try_from(v).map_or(n, |v| v.min(n))
 }
 
 /// Why buffers cannot be viewed as a CSF tensor at all.
@@ -266,8 +262,10 @@ impl<'a> CsfView<'a> {
         self.quantization.as_ref()
     }
 
-    pub(crate) fn set_quantization(&mut self, quantization: Option<Quantized<'a>>) {
-        self.quantization = quantization;
+    /// Attaches a quantization to a view built from parts.
+    pub fn with_quantization(mut self, quantization: Quantized<'a>) -> Self {
+        self.quantization = Some(quantization);
+        self
     }
 
     /// The levels, outermost (level 0) first.
