@@ -15,6 +15,7 @@ mod leaf;
 mod lookup;
 #[cfg(feature = "alloc")]
 mod owned;
+mod parts;
 mod quant;
 pub mod scalar;
 mod subtree;
@@ -26,7 +27,8 @@ pub use hurray_format;
 pub use iter::{Cursor, Entries};
 pub use lookup::LookupError;
 #[cfg(feature = "alloc")]
-pub use owned::{Coo, CooOrder, DenseError, OwnedCsf, OwnedQuantization};
+pub use owned::{Coo, CooOrder, DenseError, OwnedCsf, OwnedCsfBuilder, OwnedLevel, OwnedQuantization};
+pub use parts::{PartsError, ViewBuilder};
 pub use quant::Quantized;
 pub use subtree::Subtree;
 pub use values::{Element, Typed, Value, Values};

@@ -487,7 +487,13 @@ pub(crate) mod testing {
                 .zip(&self.le_levels)
                 .map(|((p, c), (lp, lc))| Level { pos: array(p, lp), crd: array(c, lc) })
                 .collect();
-            CsfView::from_parts(ElementType::U8, &self.shape, &self.order, 0, &levels, &[]).unwrap()
+            CsfView::builder(ElementType::U8, &self.shape)
+                .mode_order(&self.order)
+                .nnz(0)
+                .levels(&levels)
+                .values(&[])
+                .build()
+                .unwrap()
         }
 
         pub fn misaligned(&self) -> Misaligned {
@@ -505,7 +511,13 @@ pub(crate) mod testing {
                 })
                 .collect();
             assert!(levels.iter().all(|l| l.pos.as_native().is_none() || l.pos.is_empty()));
-            CsfView::from_parts(ElementType::U8, &self.shape, &self.order, 0, &levels, &[]).unwrap()
+            CsfView::builder(ElementType::U8, &self.shape)
+                .mode_order(&self.order)
+                .nnz(0)
+                .levels(&levels)
+                .values(&[])
+                .build()
+                .unwrap()
         }
     }
 }

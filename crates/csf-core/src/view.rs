@@ -155,36 +155,7 @@ impl<'a> CsfView<'a> {
         Ok(view)
     }
 
-    /// Views arrays a caller built or loaded itself. `levels[L]` holds
-    /// `pos_L` and `crd_L` (see [`U64Array::new`] and [`U64Array::from_native`]);
-    /// `values` holds the packed values buffer.
-    ///
-    /// # Errors
-    /// A [`ViewError`] when the rank is outside `3..=64` or `shape`,
-    /// `mode_order` and `levels` differ in length.
-    pub fn from_parts(
-        element_type: ElementType,
-        shape: &[u64],
-        mode_order: &[u32],
-        nnz: u64,
-        levels: &[Level<'a>],
-        values: &'a [u8],
-    ) -> Result<Self, ViewError> {
-        let rank = shape.len();
-        check_shape(rank, mode_order.len())?;
-        if levels.len() != rank {
-            let needed = csf::buffer_count(rank);
-            let count = csf::buffer_count(levels.len());
-            return Err(ViewError::MissingBuffer { index: count.min(needed), count, needed });
-        }
-        let mut stored = [Level::default(); MAX_RANK];
-        for (slot, level) in stored.iter_mut().zip(levels) {
-            *slot = *level;
-        }
-        Ok(Self::assemble(shape, mode_order, nnz, stored, Values::new(element_type, values)))
-    }
-
-    fn assemble(
+    pub(crate) fn assemble(
         shape: &[u64],
         mode_order: &[u32],
         nnz: u64,

@@ -85,14 +85,19 @@ impl Tree {
         self.shape.len()
     }
 
-    /// The view over the owned arrays (through `CsfView::from_parts`).
+    /// The view over the owned arrays (through `CsfView::builder`).
     pub fn view(&self) -> CsfView<'_> {
         let levels: Vec<Level<'_>> = self
             .le
             .iter()
             .map(|(p, c)| Level { pos: U64Array::from_le_words(p), crd: U64Array::from_le_words(c) })
             .collect();
-        CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, &levels, &self.values)
+        CsfView::builder(self.element_type, &self.shape)
+            .mode_order(&self.mode_order)
+            .nnz(self.nnz)
+            .levels(&levels)
+            .values(&self.values)
+            .build()
             .expect("structurally sound tree")
     }
 

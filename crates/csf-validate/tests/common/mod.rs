@@ -76,7 +76,7 @@ impl Tree {
         self.levels.iter().map(|(p, c)| (le_bytes(p), le_bytes(c))).collect()
     }
 
-    /// A view over `bytes` (from [`Tree::level_bytes`]) through `CsfView::from_parts`.
+    /// A view over `bytes` (from [`Tree::level_bytes`]) through `CsfView::builder`.
     pub fn view<'a>(&'a self, bytes: &'a [(Vec<u8>, Vec<u8>)]) -> CsfView<'a> {
         let levels: Vec<Level<'a>> = bytes
             .iter()
@@ -85,7 +85,12 @@ impl Tree {
                 crd: U64Array::new(c).expect("whole u64s"),
             })
             .collect();
-        CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, &levels, &self.values)
+        CsfView::builder(self.element_type, &self.shape)
+            .mode_order(&self.mode_order)
+            .nnz(self.nnz)
+            .levels(&levels)
+            .values(&self.values)
+            .build()
             .expect("structurally sound tree")
     }
 
