@@ -27,7 +27,7 @@ pub use hurray_format;
 pub use iter::{Cursor, Entries};
 pub use lookup::LookupError;
 #[cfg(feature = "alloc")]
-pub use owned::{Coo, CooOrder, DenseError, OwnedCsf, OwnedCsfBuilder, OwnedLevel, OwnedQuantization};
+pub use owned::{CooArrays, CooOrder, DenseError, OwnedCsf, OwnedCsfBuilder, OwnedLevel, OwnedQuantization};
 pub use parts::{PartsError, ViewBuilder};
 pub use quant::Quantized;
 pub use subtree::Subtree;

@@ -343,19 +343,26 @@ pub enum CooOrder {
     Storage,
 }
 
-/// A coordinate list: `indices` holds `rank` coordinates per non-zero, row after row.
+/// A tensor's non-zeros as coordinate-list (COO) arrays, what
+/// [`CsfView::to_coo`] returns: `indices` holds `rank` coordinates per
+/// non-zero, row after row, and `values` one value per non-zero.
+///
+/// Named for what it holds, owned arrays, apart from `csf_build`'s COO input
+/// (borrowed slices that a build reads), so that a program using both crates
+/// needs no alias.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Coo {
-    /// Coordinates per entry.
+pub struct CooArrays {
+    /// The number of coordinates per entry: the tensor's rank.
     pub rank: usize,
-    /// `len() * rank` coordinates.
+    /// The entries' coordinates, `rank` per entry, row-major (`len() * rank`
+    /// in all), in the order [`CooOrder`] asked for.
     pub indices: Vec<u64>,
     /// One value per entry, dequantized when the tensor is quantized (`None`
     /// only on unvalidated data: a short values buffer, missing parameters).
     pub values: Vec<Option<Value>>,
 }
 
-impl Coo {
+impl CooArrays {
     /// The number of entries.
     pub fn len(&self) -> usize {
         self.values.len()
@@ -400,8 +407,8 @@ impl CsfView<'_> {
     /// The values are the tensor's values, as [`CsfView::value`] gives them:
     /// dequantized (`Value::F32`) when the tensor is quantized, so that a
     /// list can be rebuilt into the same tensor without its quantization.
-    pub fn to_coo(&self, order: CooOrder) -> Coo {
-        let mut coo = Coo { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
+    pub fn to_coo(&self, order: CooOrder) -> CooArrays {
+        let mut coo = CooArrays { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
         match order {
             CooOrder::Logical => self.for_each(|index, leaf| {
                 coo.indices.extend_from_slice(index);
