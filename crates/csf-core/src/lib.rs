@@ -25,6 +25,7 @@ pub mod words;
 
 pub use hurray_format;
 pub use iter::{Cursor, Entries};
+pub use leaf::TypedValuesError;
 pub use lookup::LookupError;
 #[cfg(feature = "alloc")]
 pub use owned::{CooArrays, CooOrder, DenseError, OwnedCsf, OwnedCsfBuilder, OwnedLevel, OwnedQuantization};
