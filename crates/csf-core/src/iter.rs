@@ -300,16 +300,16 @@ impl<'a> CsfView<'a> {
     // into it: with the whole walk in one function, the compiler keeps a
     // closure's captured accumulators in registers. With them out of line it
     // loaded and stored them at every entry (two `&mut` captures that it
-    // cannot prove distinct): 331 against 456 M entries/s on the benchmark's
-    // index + sum loop. Inlining `walk` itself too (`inline(always)`) cost
-    // the loop that ignores the index a factor of three.
+    // cannot prove distinct), a large loss on the benchmark's index + sum
+    // loop. Inlining `walk` itself too (`inline(always)`) cost the loop that
+    // ignores the index more still (`docs/benchmarks.md` has both figures).
     //
     // The same holds one level up: `for_each` must be inlined into its
     // caller (hence its hint: without it, once `walk` had grown to take a
-    // scope, the index + sum loop fell from 472 to 324 M entries/s), and `f`
-    // must never be passed to a function that is not inlined (an
-    // out-of-line `Fibers::leaves` spilled the sum of the sum-only loop to
-    // the stack at every entry, 5 to 8 % slower). To keep `walk` small, the
+    // scope, the index + sum loop lost a third of its speed), and `f` must
+    // never be passed to a function that is not inlined (an out-of-line
+    // `Fibers::leaves` spilled the sum of the sum-only loop to the stack at
+    // every entry; "Sub-trees" in `docs/benchmarks.md`). To keep `walk` small, the
     // flat and nested loops appear once in it (a scope whose top is level
     // rank-2 scans its node range at the same call site as the nodes the
     // cursor stops at), and the set-up that does not call `f`
@@ -472,8 +472,7 @@ impl Fibers<'_> {
     /// at each fiber boundary, without a branch: the same entries in the same
     /// order, without the nested loops' mispredicted exit per fiber (leaf
     /// fibers hold 2.7 entries on average in the uniform benchmark tensor, so
-    /// that exit dominated: 240 against 440 M entries/s there, with the
-    /// inlining described at `walk`).
+    /// that exit dominated; `docs/benchmarks.md` has the figures).
     #[inline(always)]
     fn flat(&mut self, start: usize, count: usize, f: &mut impl FnMut(&[u64], usize)) -> bool {
         let (Some(pos), Some(leaves), Some(mids)) = (
@@ -498,7 +497,7 @@ impl Fibers<'_> {
         // Fails when `last` is past the end of `crd_L` or of the scope's leaf
         // range. (The first use of `last`, often a cache miss, comes after the
         // scan of `pos` so that the two overlap: compared with the limit
-        // before it, the sum-only loop ran 4 % slower.)
+        // before it, the sum-only loop was slower.)
         let within = leaves.get(..self.leaf.limit.min(leaves.len())).unwrap_or(&[]);
         let Some(leaves) = within.get(first..last) else { return false };
         let mut out = self.out;

@@ -28,9 +28,9 @@ pub enum LookupError {
     /// A coordinate is outside the shape.
     #[error("coordinate {coord} of dimension {dim} is outside its extent {extent}")]
     OutOfBounds {
-        /// The logical dimension.
+        /// The logical dimension whose coordinate is out of range.
         dim: usize,
-        /// The coordinate given.
+        /// The coordinate the query gives for it.
         coord: u64,
         /// The dimension's extent.
         extent: u64,
@@ -47,7 +47,7 @@ pub enum LookupError {
     /// `mode_order[level]` names no dimension (only on unvalidated data).
     #[error("mode_order[{level}] = {dim} names no dimension")]
     BadModeOrder {
-        /// The level.
+        /// The tree level whose `mode_order` entry it is.
         level: usize,
         /// The value found in `mode_order`.
         dim: u32,
@@ -56,10 +56,10 @@ pub enum LookupError {
 
 /// Queries that [`CsfView::find_many`] advances in lockstep. On a tree much
 /// larger than the caches each query is a chain of dependent cache misses;
-/// with 32 chains interleaved, many misses are in flight at once. On the
-/// benchmark of `docs/benchmarks.md`, 8 gave about 20 % less than 16, 16 up
-/// to 10 % less than 32, and 64 only 2 to 5 % more than 32, for another
-/// 2.3 KiB of stack (a group's state is about 2.3 KiB at 32).
+/// with 32 chains interleaved, many misses are in flight at once. Smaller
+/// groups overlapped too few misses, a larger one gained little for much
+/// more stack (a group's state is about 2.3 KiB at 32): the measurements are
+/// in `docs/benchmarks.md`, "csf-core: lookup and iteration".
 const GROUP: usize = 32;
 
 impl CsfView<'_> {
@@ -100,9 +100,8 @@ impl CsfView<'_> {
     ///
     /// Groups of queries descend the tree level by level in lockstep, so that
     /// the cache misses of different queries overlap instead of following one
-    /// another: on the benchmark's trees of 10M non-zeros (much larger than
-    /// the caches) this is 1.7 to 2.6 times the throughput of `find` in a
-    /// loop (see `docs/benchmarks.md`).
+    /// another: on trees much larger than the caches this is about twice the
+    /// throughput of `find` in a loop (`docs/benchmarks.md` has the figures).
     /// It does not allocate, and keeps `find`'s bounds on any data.
     pub fn find_many(&self, indices: &[u64], out: &mut [Result<Option<usize>, LookupError>]) -> usize {
         let mut queries = indices.chunks(self.rank().max(1));
@@ -249,11 +248,11 @@ const BOUND_ABOVE: usize = 16;
 /// most `q`, and [`Window::finish`] checks that it holds `q`.
 ///
 /// Interpolation probes (guessing the position from `first`, `last` and
-/// `q`) were tried and dropped: they sped up single lookups on the uniform
-/// benchmark tensor by about 5 %, but cost 10 to 20 % on the power-law one
-/// (skewed coordinates defeat a linear guess, while the first bisection
-/// probes of its popular slices stay cached), and 5 to 20 % on batched
-/// lookups of either, where the extra work per round counts.
+/// `q`) were tried and dropped (`docs/benchmarks.md`, "Tried and dropped"):
+/// a small gain on uniform coordinates, a loss on skewed ones (a linear
+/// guess misses, while the first bisection probes of popular slices stay
+/// cached), and a loss on batched lookups, where the extra work per round
+/// counts.
 ///
 /// On data that breaks invariant 4 the answer may be wrong, but the window
 /// only ever shrinks inside the clamped slice, a hit is always a node holding
@@ -301,7 +300,7 @@ impl Window {
 
     /// The whole search for one query: bisection written with a branch, which
     /// lets the processor run ahead on its guess of the next probe (a
-    /// branch-free loop waits for every load and was 2.5 times slower here);
+    /// branch-free loop waits for every load, and was much slower);
     /// the same probes and outcomes as [`Window::bisect`].
     #[inline]
     fn search(mut self, crd: impl Words) -> Option<usize> {
@@ -320,7 +319,8 @@ impl Window {
     /// no-op once the window is down to one node (or none), so that a group
     /// can run the rounds of its widest window in lockstep. Branch-free, so
     /// that a group's unpredictable comparisons cost no pipeline flushes (the
-    /// branch LLVM made of a plain comparison cost batched lookups 5 to 20 %).
+    /// branch LLVM made of a plain comparison was measurably slower:
+    /// `docs/benchmarks.md`).
     #[inline]
     fn bisect(&mut self, crd: impl Words) {
         let half = self.size / 2;

@@ -14,7 +14,8 @@ use crate::values::{Value, Values};
 /// The quantization of a tensor: its scheme and parameter buffers, borrowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Quantized<'a> {
-    /// The scheme.
+    /// How codes map to values and which leaves share parameters (per
+    /// tensor, per channel, per block, NF4, MXFP).
     pub scheme: QuantScheme,
     /// The logical axis of a per-channel scheme.
     pub axis: usize,

@@ -42,7 +42,7 @@ impl Scope<'_> {
     /// length only, so that its walk is the one [`CsfView::for_each`] always
     /// made, whatever `pos` holds; on valid data the two agree. Out of line:
     /// `Scope::range` and `Cursor::scoped` both step through it, and a copy
-    /// in each cost 1 KiB of flash on a Cortex-M0.
+    /// in each cost flash on a Cortex-M0 (`docs/benchmarks.md`, "Embedded").
     #[inline(never)]
     pub(crate) fn below(&self, view: &CsfView<'_>, level: usize, above: (usize, usize)) -> (usize, usize) {
         if self.level == 0 {

@@ -109,12 +109,13 @@ impl<'a> Values<'a> {
         Self { element_type, bytes }
     }
 
-    /// The element type.
+    /// How each element is stored (width, signedness, float format).
     pub fn element_type(&self) -> ElementType {
         self.element_type
     }
 
-    /// The raw buffer.
+    /// The buffer's bytes, exactly as stored (little-endian elements,
+    /// sub-byte types packed low nibble first).
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -207,7 +208,7 @@ mod sealed {
 
 /// A whole-byte element type with a native Rust equivalent.
 pub trait Element: sealed::Sealed + bytemuck::Pod {
-    /// The matching element type.
+    /// The data model's element type whose elements are this Rust type.
     const TYPE: ElementType;
     /// Decodes one element from `size_of::<Self>()` little-endian bytes.
     fn from_le(bytes: &[u8]) -> Option<Self>;

@@ -60,21 +60,21 @@ pub enum ViewError {
     /// CSF is defined for rank >= 3 only (spec § Validity Constraints).
     #[error("{}", RankError::TooSmall(*rank))]
     RankTooSmall {
-        /// The rank.
+        /// The rank the descriptor declares (its shape's length).
         rank: usize,
     },
     /// More dimensions than the data model's cap.
     #[error("{}", RankError::TooLarge(*rank))]
     RankTooLarge {
-        /// The rank.
+        /// The rank the descriptor declares (its shape's length).
         rank: usize,
     },
     /// `mode_order` does not have one entry per dimension.
     #[error("mode_order has {len} entries for rank {rank}")]
     ModeOrderLength {
-        /// Entries in `mode_order`.
+        /// Entries in the descriptor's `mode_order`.
         len: usize,
-        /// The rank.
+        /// The rank: the shape's length.
         rank: usize,
     },
     /// The buffer table is too short for the rank.
@@ -90,7 +90,7 @@ pub enum ViewError {
     /// A `pos`/`crd` buffer's length is not a whole number of `u64`s.
     #[error("buffer {index}: {len} bytes is not a whole number of u64 elements")]
     NotU64Array {
-        /// The buffer index.
+        /// The buffer's row in the buffer table (`pos_L` or `crd_L`).
         index: usize,
         /// Its length in bytes.
         len: usize,
@@ -223,7 +223,8 @@ impl<'a> CsfView<'a> {
         self.values.element_type()
     }
 
-    /// The values buffer.
+    /// The values buffer as stored: one element per leaf (for a quantized
+    /// tensor, the codes; [`CsfView::value`] gives the values they mean).
     pub fn values(&self) -> Values<'a> {
         self.values
     }

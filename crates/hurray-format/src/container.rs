@@ -135,7 +135,8 @@ impl<'a> Container<'a> {
         &self.descriptor
     }
 
-    /// The whole input.
+    /// The bytes the container was decoded from, whole (header, descriptor,
+    /// padding and data section).
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
