@@ -260,6 +260,26 @@ impl<const R: usize> Iterator for Entries<'_, '_, R> {
 
 impl<'a> CsfView<'a> {
     /// A cursor over the non-zeros in leaf order.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example.
+    /// let mut cursor = view.cursor();
+    /// let mut leaves = Vec::new();
+    /// while cursor.advance() {
+    ///     leaves.push((cursor.index().to_vec(), cursor.leaf(), cursor.value()));
+    /// }
+    /// assert_eq!(leaves[0], (vec![0, 0, 1], 0, Some(csf_core::Value::F32(1.0))));
+    /// assert_eq!(leaves.len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cursor(&self) -> Cursor<'_, 'a> {
         Cursor::new(self)
     }
@@ -284,6 +304,26 @@ impl<'a> CsfView<'a> {
     /// is well formed, as one loop over the leaves). Same bounds as
     /// [`Cursor`], and the same entries, even on data that breaks the storage
     /// invariants.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example.
+    /// let mut entries = Vec::new();
+    /// view.for_each(|index, leaf| entries.push((index.to_vec(), view.value_f64(leaf, index))));
+    /// assert_eq!(entries[3], (vec![1, 1, 2], Some(4.0)));
+    /// // With the values as `f32`s, no `Option` per entry:
+    /// let mut sum = 0.0;
+    /// view.for_each_typed(|_, v: f32| sum += v)?;
+    /// assert_eq!(sum, 10.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
         self.walk::<true>(&Scope::whole(self), f);

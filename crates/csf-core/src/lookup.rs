@@ -70,6 +70,22 @@ impl CsfView<'_> {
     ///
     /// For many lookups, [`CsfView::find_many`] is about twice as fast.
     ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example, shape [2, 3, 4], four non-zeros.
+    /// assert_eq!(view.find(&[1, 1, 2])?, Some(3)); // the fourth leaf
+    /// assert_eq!(view.find(&[0, 1, 1])?, None);    // an implicit zero
+    /// assert!(view.find(&[2, 0, 0]).is_err());      // outside the shape
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`LookupError`] when `index` has the wrong rank or leaves the shape.
     pub fn find(&self, index: &[u64]) -> Result<Option<usize>, LookupError> {
@@ -103,6 +119,23 @@ impl CsfView<'_> {
     /// another: on trees much larger than the caches this is about twice the
     /// throughput of `find` in a loop (`docs/benchmarks.md` has the figures).
     /// It does not allocate, and keeps `find`'s bounds on any data.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example. Three queries, row after row.
+    /// let queries = [1, 1, 2, 0, 1, 1, 0, 0, 1];
+    /// let mut out = [Ok(None); 3];
+    /// assert_eq!(view.find_many(&queries, &mut out), 3);
+    /// assert_eq!(out, [Ok(Some(3)), Ok(None), Ok(Some(0))]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn find_many(&self, indices: &[u64], out: &mut [Result<Option<usize>, LookupError>]) -> usize {
         let mut queries = indices.chunks(self.rank().max(1));
         let mut answered = 0;
@@ -175,6 +208,23 @@ impl CsfView<'_> {
     /// (`Value::F32`); see [`CsfView::value`]. A leaf whose value cannot be
     /// read (past the values buffer, or without quantization parameters:
     /// possible only on unvalidated data) also reads as `None`.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_core::Value;
+    /// // `view`: the spec's example, f32 values.
+    /// assert_eq!(view.get(&[1, 1, 2])?, Some(Value::F32(4.0)));
+    /// assert_eq!(view.get(&[0, 1, 1])?, None); // an implicit zero
+    /// assert_eq!(view.get_f64(&[0, 1, 1])?, 0.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`CsfView::find`].

@@ -13,6 +13,24 @@ use crate::view::{CsfView, Level};
 ///
 /// `pos`/`crd` are kept in file byte order (little-endian words), so the view
 /// and the encoder borrow them without conversion.
+///
+/// ```
+/// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+/// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+/// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+/// # let container = hurray_format::Container::decode(&bytes)?;
+/// # let view = csf_core::CsfView::from_container(&container)?;
+/// use csf_core::OwnedCsf;
+/// // `view`: the spec's example, borrowed from a file's bytes.
+/// let owned = OwnedCsf::from_view(&view); // a copy that outlives the bytes
+/// let again = owned.to_bytes()?;           // encoded as a container again
+/// assert_eq!(again, bytes);
+/// assert_eq!(owned.view().get_f64(&[1, 1, 2])?, 4.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct OwnedCsf {
     element_type: ElementType,
@@ -407,6 +425,24 @@ impl CsfView<'_> {
     /// The values are the tensor's values, as [`CsfView::value`] gives them:
     /// dequantized (`Value::F32`) when the tensor is quantized, so that a
     /// list can be rebuilt into the same tensor without its quantization.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_core::{CooOrder, Value};
+    /// // `view`: the spec's example.
+    /// let coo = view.to_coo(CooOrder::Logical);
+    /// assert_eq!((coo.len(), coo.rank), (4, 3));
+    /// assert_eq!(coo.index(3), Some(&[1, 1, 2][..]));
+    /// assert_eq!(coo.values[3], Some(Value::F32(4.0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_coo(&self, order: CooOrder) -> CooArrays {
         let mut coo = CooArrays { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
         match order {

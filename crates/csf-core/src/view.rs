@@ -117,6 +117,21 @@ pub struct CsfView<'a> {
 impl<'a> CsfView<'a> {
     /// Views the buffers of a decoded container, borrowing them.
     ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// // let bytes = std::fs::read("tensor.hurray")?; // a file's bytes (here, the spec's example)
+    /// let container = hurray_format::Container::decode(&bytes)?; // the framing, checked
+    /// let view = csf_core::CsfView::from_container(&container)?;  // borrows the buffers
+    /// assert_eq!((view.rank(), view.shape(), view.nnz()), (3, &[2, 3, 4][..], 4));
+    /// assert_eq!(view.get_f64(&[1, 1, 2])?, 4.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// A [`ViewError`] when the layout is not CSF, the rank is outside
     /// `3..=64`, `mode_order` has the wrong length, a buffer is missing, or a
