@@ -116,13 +116,22 @@ mod tests {
         let native: &[u64] = &[3, 5, 8, 13];
         let bytes: Vec<u8> = native.iter().flat_map(|w| w.to_le_bytes()).collect();
         let le = U64Array::new(&bytes).unwrap();
-        fn all<W: Words>(w: W) -> (usize, bool, Option<u64>, Option<u64>, Option<u64>, Vec<u64>, Vec<u64>) {
-            let mid = w.clamped(1, 3).iter().collect();
-            let past = w.clamped(3, 99).iter().chain(w.clamped(3, 1).iter()).collect();
-            (w.len(), w.is_empty(), w.get(2), w.first(), w.last(), mid, past)
+        /// What each method reads, as `u64`s (`u64::MAX` for `None` or `true`).
+        fn all<W: Words>(w: W) -> Vec<u64> {
+            let none = |v: Option<u64>| v.unwrap_or(u64::MAX);
+            let mut out = vec![
+                w.len() as u64,
+                u64::from(w.is_empty()),
+                none(w.get(2)),
+                none(w.first()),
+                none(w.last()),
+            ];
+            out.extend(w.clamped(1, 3).iter());
+            out.extend(w.clamped(3, 99).iter().chain(w.clamped(3, 1).iter()));
+            out
         }
         assert_eq!(all(native), all(le));
-        assert_eq!(all(native), (4, false, Some(8), Some(3), Some(13), vec![5, 8], vec![13]));
+        assert_eq!(all(native), [4, 0, 8, 3, 13, 5, 8, 13]);
         let empty: &[u64] = &[];
         assert_eq!((Words::first(empty), Words::last(empty), Words::get(empty, 0)), (None, None, None));
         assert_eq!((U64Array::EMPTY.last(), Words::get(le, usize::MAX)), (None, None));
