@@ -14,9 +14,11 @@ const TARGET: &str = "s390x-unknown-linux-gnu";
 const MIRIFLAGS: &str = "-Zmiri-disable-isolation";
 
 /// The CI step, a few minutes: hurray-format's unit tests and the golden
-/// test of the committed fixture; csf-core's unit tests of lookup, iteration,
-/// values and quantization on the spec's example and small trees, and its
-/// spec-example integration test; csf-validate's rule tests on the spec's
+/// test of the committed fixture; csf-core's unit tests (with `alloc`, for
+/// the typed slices) of lookup, iteration, values (typed reads at odd
+/// addresses), quantization, typed iteration, the parts builder and `words`
+/// on the spec's example and small trees, and its spec-example integration
+/// test; csf-validate's rule tests on the spec's
 /// example and the i4 quantized tensor. `cargo xtask miri` runs the rest:
 /// csf-core's tests over large synthetic trees (`find_many_spans_groups_and_long_slices`,
 /// `flat_path_on_damaged_trees`, minutes each under Miri), every proptest,
@@ -29,6 +31,8 @@ const CI_TESTS: &[(&str, &[&str])] = &[
         "csf-core",
         &[
             "--lib",
+            "--features",
+            "alloc",
             "--",
             "find_many_on_the_spec_example",
             "find_many_reports_bad_mode_order",
@@ -36,6 +40,9 @@ const CI_TESTS: &[(&str, &[&str])] = &[
             "quant::",
             "scalar::",
             "values::",
+            "leaf::",
+            "parts::",
+            "words::",
         ],
     ),
     ("csf-core", &["--test", "spec_example"]),

@@ -196,7 +196,7 @@ pub enum BuildError {
     /// csf-core refused the built arrays as a tensor (a bug of the builder
     /// if it ever happens: every header was checked before the build).
     #[error("the built tensor: {0}")]
-    View(#[from] csf_core::ViewError),
+    Parts(#[from] csf_core::PartsError),
     /// A stored leaf of the tensor being re-ordered has no value (its
     /// position is not below `nnz`, or its quantization group has no
     /// parameters): possible only on unvalidated input.

@@ -12,7 +12,7 @@ use csf_build::{
     build, concat, quantize, ArraySink, BuildError, Built, ConcatError, Coo, Indices, Joiner,
     ModeOrderPolicy, Options, Quantize, StatisticsSection, VecSink,
 };
-use csf_core::{CsfView, OwnedCsf};
+use csf_core::{CsfView, OwnedCsf, OwnedLevel};
 use csf_testdata::{synthetic, Distribution, Rng};
 use csf_validate::Rule;
 use hurray_format::{ElementType, Packing, QuantScheme};
@@ -292,7 +292,12 @@ fn mutate(tensor: &OwnedCsf, array: prop::sample::Index, at: prop::sample::Index
             set(if w % 2 == 0 { pos } else { crd });
         }
     }
-    OwnedCsf::new(view.element_type(), view.shape().to_vec(), view.mode_order().to_vec(), nnz, levels, values)
+    OwnedCsf::builder(view.element_type(), view.shape().to_vec())
+        .mode_order(view.mode_order().to_vec())
+        .nnz(nnz)
+        .levels(owned_levels(levels))
+        .values(values)
+        .build()
         .unwrap()
 }
 
@@ -487,7 +492,25 @@ fn edited(f: impl FnOnce(&mut Vec<(Vec<u64>, Vec<u64>)>, &mut Vec<u8>, &mut u64)
     let mut values = view.values().as_bytes().to_vec();
     let mut nnz = view.nnz();
     f(&mut levels, &mut values, &mut nnz);
-    OwnedCsf::new(ElementType::F32, vec![2, 3, 4], vec![0, 1, 2], nnz, levels, values).unwrap()
+    OwnedCsf::builder(ElementType::F32, vec![2, 3, 4])
+        .nnz(nnz)
+        .levels(owned_levels(levels))
+        .values(values)
+        .build()
+        .unwrap()
+}
+
+/// `(pos_L, crd_L)` pairs, as the tests edit them, as a tensor's levels.
+fn owned_levels(levels: Vec<(Vec<u64>, Vec<u64>)>) -> Vec<OwnedLevel> {
+    levels.into_iter().map(|(pos, crd)| OwnedLevel { pos, crd }).collect()
+}
+
+/// A view's levels as owned words.
+fn levels_of(view: &csf_core::CsfView<'_>) -> Vec<OwnedLevel> {
+    view.levels()
+        .iter()
+        .map(|l| OwnedLevel { pos: l.pos.iter().collect(), crd: l.crd.iter().collect() })
+        .collect()
 }
 
 /// The violation a lone edited part is refused for.
@@ -548,14 +571,17 @@ fn invalid_value_contents_are_refused() {
     let case = Case { codes: vec![1, 0, 1, 1], ..case };
     let whole = case.build(0..4).tensor;
     let view = whole.view();
-    let levels = view.levels().iter().map(|l| (l.pos.iter().collect(), l.crd.iter().collect())).collect();
-    let bad =
-        OwnedCsf::new(ElementType::Bool, case.shape.clone(), case.order.clone(), 4, levels, vec![1, 0, 2, 1])
-            .unwrap();
+    let parts = |element_type, values| {
+        OwnedCsf::builder(element_type, case.shape.clone())
+            .mode_order(case.order.clone())
+            .levels(levels_of(&view))
+            .values(values)
+            .build()
+            .unwrap()
+    };
+    let bad = parts(ElementType::Bool, vec![1, 0, 2, 1]);
     assert_eq!(refusal(&bad), invalid(Rule::BoolValue, None, 0, Some(2), 2, 1));
-    let levels = view.levels().iter().map(|l| (l.pos.iter().collect(), l.crd.iter().collect())).collect();
-    let bad = OwnedCsf::new(ElementType::F6E2M3, case.shape, case.order, 4, levels, vec![1, 0x3f, 0x41, 1])
-        .unwrap();
+    let bad = parts(ElementType::F6E2M3, vec![1, 0x3f, 0x41, 1]);
     assert_eq!(refusal(&bad), invalid(Rule::ValuesPadding, None, 0, Some(2), 1, 0));
 }
 
@@ -578,16 +604,7 @@ fn refusals_before_writing_leave_the_joiner_usable() {
     assert!(matches!(joiner.push(&parts[1].tensor.view()), Err(ConcatError::OutOfOrder { part: 1, .. })));
     joiner.push(&parts[2].tensor.view()).unwrap();
     let joined = joiner.finish().unwrap();
-    assert_eq!(
-        joined.sink.levels,
-        case.build(0..4)
-            .tensor
-            .view()
-            .levels()
-            .iter()
-            .map(|l| (l.pos.iter().collect(), l.crd.iter().collect()))
-            .collect::<Vec<(Vec<u64>, Vec<u64>)>>()
-    );
+    assert_eq!(joined.sink.levels, levels_of(&case.build(0..4).tensor.view()));
 }
 
 #[test]

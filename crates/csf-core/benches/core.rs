@@ -104,7 +104,11 @@ impl Data {
             .map(|(p, c)| Level { pos: U64Array::from_le_words(p), crd: U64Array::from_le_words(c) })
             .collect();
         let nnz = self.values.len() as u64 / 4;
-        CsfView::from_parts(ElementType::F32, &SHAPE, &[0, 1, 2], nnz, &levels, &self.values)
+        CsfView::builder(ElementType::F32, &SHAPE)
+            .nnz(nnz)
+            .levels(&levels)
+            .values(&self.values)
+            .build()
             .expect("a CSF view")
     }
 }

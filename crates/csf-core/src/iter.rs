@@ -260,6 +260,26 @@ impl<const R: usize> Iterator for Entries<'_, '_, R> {
 
 impl<'a> CsfView<'a> {
     /// A cursor over the non-zeros in leaf order.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example.
+    /// let mut cursor = view.cursor();
+    /// let mut leaves = Vec::new();
+    /// while cursor.advance() {
+    ///     leaves.push((cursor.index().to_vec(), cursor.leaf(), cursor.value()));
+    /// }
+    /// assert_eq!(leaves[0], (vec![0, 0, 1], 0, Some(csf_core::Value::F32(1.0))));
+    /// assert_eq!(leaves.len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cursor(&self) -> Cursor<'_, 'a> {
         Cursor::new(self)
     }
@@ -284,6 +304,26 @@ impl<'a> CsfView<'a> {
     /// is well formed, as one loop over the leaves). Same bounds as
     /// [`Cursor`], and the same entries, even on data that breaks the storage
     /// invariants.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example.
+    /// let mut entries = Vec::new();
+    /// view.for_each(|index, leaf| entries.push((index.to_vec(), view.value_f64(leaf, index))));
+    /// assert_eq!(entries[3], (vec![1, 1, 2], Some(4.0)));
+    /// // With the values as `f32`s, no `Option` per entry:
+    /// let mut sum = 0.0;
+    /// view.for_each_typed(|_, v: f32| sum += v)?;
+    /// assert_eq!(sum, 10.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn for_each(&self, f: impl FnMut(&[u64], usize)) {
         self.walk::<true>(&Scope::whole(self), f);
@@ -300,16 +340,16 @@ impl<'a> CsfView<'a> {
     // into it: with the whole walk in one function, the compiler keeps a
     // closure's captured accumulators in registers. With them out of line it
     // loaded and stored them at every entry (two `&mut` captures that it
-    // cannot prove distinct): 331 against 456 M entries/s on the benchmark's
-    // index + sum loop. Inlining `walk` itself too (`inline(always)`) cost
-    // the loop that ignores the index a factor of three.
+    // cannot prove distinct), a large loss on the benchmark's index + sum
+    // loop. Inlining `walk` itself too (`inline(always)`) cost the loop that
+    // ignores the index more still (`docs/benchmarks.md` has both figures).
     //
     // The same holds one level up: `for_each` must be inlined into its
     // caller (hence its hint: without it, once `walk` had grown to take a
-    // scope, the index + sum loop fell from 472 to 324 M entries/s), and `f`
-    // must never be passed to a function that is not inlined (an
-    // out-of-line `Fibers::leaves` spilled the sum of the sum-only loop to
-    // the stack at every entry, 5 to 8 % slower). To keep `walk` small, the
+    // scope, the index + sum loop lost a third of its speed), and `f` must
+    // never be passed to a function that is not inlined (an out-of-line
+    // `Fibers::leaves` spilled the sum of the sum-only loop to the stack at
+    // every entry; "Sub-trees" in `docs/benchmarks.md`). To keep `walk` small, the
     // flat and nested loops appear once in it (a scope whose top is level
     // rank-2 scans its node range at the same call site as the nodes the
     // cursor stops at), and the set-up that does not call `f`
@@ -472,8 +512,7 @@ impl Fibers<'_> {
     /// at each fiber boundary, without a branch: the same entries in the same
     /// order, without the nested loops' mispredicted exit per fiber (leaf
     /// fibers hold 2.7 entries on average in the uniform benchmark tensor, so
-    /// that exit dominated: 240 against 440 M entries/s there, with the
-    /// inlining described at `walk`).
+    /// that exit dominated; `docs/benchmarks.md` has the figures).
     #[inline(always)]
     fn flat(&mut self, start: usize, count: usize, f: &mut impl FnMut(&[u64], usize)) -> bool {
         let (Some(pos), Some(leaves), Some(mids)) = (
@@ -498,7 +537,7 @@ impl Fibers<'_> {
         // Fails when `last` is past the end of `crd_L` or of the scope's leaf
         // range. (The first use of `last`, often a cache miss, comes after the
         // scan of `pos` so that the two overlap: compared with the limit
-        // before it, the sum-only loop ran 4 % slower.)
+        // before it, the sum-only loop was slower.)
         let within = leaves.get(..self.leaf.limit.min(leaves.len())).unwrap_or(&[]);
         let Some(leaves) = within.get(first..last) else { return false };
         let mut out = self.out;

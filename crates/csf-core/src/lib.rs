@@ -11,20 +11,25 @@
 extern crate alloc;
 
 mod iter;
+mod leaf;
 mod lookup;
 #[cfg(feature = "alloc")]
 mod owned;
+mod parts;
 mod quant;
 pub mod scalar;
 mod subtree;
 mod values;
 mod view;
+pub mod words;
 
 pub use hurray_format;
 pub use iter::{Cursor, Entries};
+pub use leaf::TypedValuesError;
 pub use lookup::LookupError;
 #[cfg(feature = "alloc")]
-pub use owned::{Coo, CooOrder, DenseError, OwnedCsf, OwnedQuantization};
+pub use owned::{CooArrays, CooOrder, DenseError, OwnedCsf, OwnedCsfBuilder, OwnedLevel, OwnedQuantization};
+pub use parts::{PartsError, ViewBuilder};
 pub use quant::Quantized;
 pub use subtree::Subtree;
 pub use values::{Element, Typed, Value, Values};

@@ -11,6 +11,7 @@ use hurray_format::le::U64Array;
 
 use crate::values::Value;
 use crate::view::{CsfView, Fiber};
+use crate::words::Words;
 
 /// Why a query index cannot be looked up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -27,9 +28,9 @@ pub enum LookupError {
     /// A coordinate is outside the shape.
     #[error("coordinate {coord} of dimension {dim} is outside its extent {extent}")]
     OutOfBounds {
-        /// The logical dimension.
+        /// The logical dimension whose coordinate is out of range.
         dim: usize,
-        /// The coordinate given.
+        /// The coordinate the query gives for it.
         coord: u64,
         /// The dimension's extent.
         extent: u64,
@@ -46,7 +47,7 @@ pub enum LookupError {
     /// `mode_order[level]` names no dimension (only on unvalidated data).
     #[error("mode_order[{level}] = {dim} names no dimension")]
     BadModeOrder {
-        /// The level.
+        /// The tree level whose `mode_order` entry it is.
         level: usize,
         /// The value found in `mode_order`.
         dim: u32,
@@ -55,10 +56,10 @@ pub enum LookupError {
 
 /// Queries that [`CsfView::find_many`] advances in lockstep. On a tree much
 /// larger than the caches each query is a chain of dependent cache misses;
-/// with 32 chains interleaved, many misses are in flight at once. On the
-/// benchmark of `docs/benchmarks.md`, 8 gave about 20 % less than 16, 16 up
-/// to 10 % less than 32, and 64 only 2 to 5 % more than 32, for another
-/// 2.3 KiB of stack (a group's state is about 2.3 KiB at 32).
+/// with 32 chains interleaved, many misses are in flight at once. Smaller
+/// groups overlapped too few misses, a larger one gained little for much
+/// more stack (a group's state is about 2.3 KiB at 32): the measurements are
+/// in `docs/benchmarks.md`, "csf-core: lookup and iteration".
 const GROUP: usize = 32;
 
 impl CsfView<'_> {
@@ -68,6 +69,22 @@ impl CsfView<'_> {
     /// then bisected), `O(rank * log n)` on any data.
     ///
     /// For many lookups, [`CsfView::find_many`] is about twice as fast.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example, shape [2, 3, 4], four non-zeros.
+    /// assert_eq!(view.find(&[1, 1, 2])?, Some(3)); // the fourth leaf
+    /// assert_eq!(view.find(&[0, 1, 1])?, None);    // an implicit zero
+    /// assert!(view.find(&[2, 0, 0]).is_err());      // outside the shape
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`LookupError`] when `index` has the wrong rank or leaves the shape.
@@ -99,10 +116,26 @@ impl CsfView<'_> {
     ///
     /// Groups of queries descend the tree level by level in lockstep, so that
     /// the cache misses of different queries overlap instead of following one
-    /// another: on the benchmark's trees of 10M non-zeros (much larger than
-    /// the caches) this is 1.7 to 2.6 times the throughput of `find` in a
-    /// loop (see `docs/benchmarks.md`).
+    /// another: on trees much larger than the caches this is about twice the
+    /// throughput of `find` in a loop (`docs/benchmarks.md` has the figures).
     /// It does not allocate, and keeps `find`'s bounds on any data.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// // `view`: the spec's example. Three queries, row after row.
+    /// let queries = [1, 1, 2, 0, 1, 1, 0, 0, 1];
+    /// let mut out = [Ok(None); 3];
+    /// assert_eq!(view.find_many(&queries, &mut out), 3);
+    /// assert_eq!(out, [Ok(Some(3)), Ok(None), Ok(Some(0))]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn find_many(&self, indices: &[u64], out: &mut [Result<Option<usize>, LookupError>]) -> usize {
         let mut queries = indices.chunks(self.rank().max(1));
         let mut answered = 0;
@@ -176,6 +209,23 @@ impl CsfView<'_> {
     /// read (past the values buffer, or without quantization parameters:
     /// possible only on unvalidated data) also reads as `None`.
     ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_core::Value;
+    /// // `view`: the spec's example, f32 values.
+    /// assert_eq!(view.get(&[1, 1, 2])?, Some(Value::F32(4.0)));
+    /// assert_eq!(view.get(&[0, 1, 1])?, None); // an implicit zero
+    /// assert_eq!(view.get_f64(&[0, 1, 1])?, 0.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`CsfView::find`].
     pub fn get(&self, index: &[u64]) -> Result<Option<Value>, LookupError> {
@@ -248,17 +298,17 @@ const BOUND_ABOVE: usize = 16;
 /// most `q`, and [`Window::finish`] checks that it holds `q`.
 ///
 /// Interpolation probes (guessing the position from `first`, `last` and
-/// `q`) were tried and dropped: they sped up single lookups on the uniform
-/// benchmark tensor by about 5 %, but cost 10 to 20 % on the power-law one
-/// (skewed coordinates defeat a linear guess, while the first bisection
-/// probes of its popular slices stay cached), and 5 to 20 % on batched
-/// lookups of either, where the extra work per round counts.
+/// `q`) were tried and dropped (`docs/benchmarks.md`, "Tried and dropped"):
+/// a small gain on uniform coordinates, a loss on skewed ones (a linear
+/// guess misses, while the first bisection probes of popular slices stay
+/// cached), and a loss on batched lookups, where the extra work per round
+/// counts.
 ///
 /// On data that breaks invariant 4 the answer may be wrong, but the window
 /// only ever shrinks inside the clamped slice, a hit is always a node holding
 /// `q`, and the work is at most `2 + ceil(log2 n) + 1` probes: `O(log n)`.
 /// The probes read the same elements whether `crd` is read natively or
-/// byte-wise (see [`Coords`]), so aligned and unaligned copies of the same
+/// byte-wise (see [`Words`]), so aligned and unaligned copies of the same
 /// bytes give the same answers.
 #[derive(Clone, Copy, Debug)]
 struct Window {
@@ -273,7 +323,7 @@ impl Window {
     /// The window for `q` in `crd[start..end)`, cut to the bounds that the
     /// end values give when the slice is long.
     #[inline]
-    fn new(crd: impl Coords, start: usize, end: usize, q: u64) -> Self {
+    fn new(crd: impl Words, start: usize, end: usize, q: u64) -> Self {
         let mut w = Window { lo: start, size: end.saturating_sub(start), q };
         if w.size > BOUND_ABOVE {
             let last = end - 1;
@@ -300,10 +350,10 @@ impl Window {
 
     /// The whole search for one query: bisection written with a branch, which
     /// lets the processor run ahead on its guess of the next probe (a
-    /// branch-free loop waits for every load and was 2.5 times slower here);
+    /// branch-free loop waits for every load, and was much slower);
     /// the same probes and outcomes as [`Window::bisect`].
     #[inline]
-    fn search(mut self, crd: impl Coords) -> Option<usize> {
+    fn search(mut self, crd: impl Words) -> Option<usize> {
         while self.size > 1 {
             let half = self.size / 2;
             let mid = self.lo + half;
@@ -319,9 +369,10 @@ impl Window {
     /// no-op once the window is down to one node (or none), so that a group
     /// can run the rounds of its widest window in lockstep. Branch-free, so
     /// that a group's unpredictable comparisons cost no pipeline flushes (the
-    /// branch LLVM made of a plain comparison cost batched lookups 5 to 20 %).
+    /// branch LLVM made of a plain comparison was measurably slower:
+    /// `docs/benchmarks.md`).
     #[inline]
-    fn bisect(&mut self, crd: impl Coords) {
+    fn bisect(&mut self, crd: impl Words) {
         let half = self.size / 2;
         let mid = self.lo + half;
         // An unreadable node (never, in a clamped window) reads as above `q`,
@@ -337,7 +388,7 @@ impl Window {
 
     /// The answer, once the window is down to one node: that node if it holds `q`.
     #[inline]
-    fn finish(&self, crd: impl Coords) -> Option<usize> {
+    fn finish(&self, crd: impl Words) -> Option<usize> {
         (self.size == 1 && crd.get(self.lo) == Some(self.q)).then_some(self.lo)
     }
 }
@@ -346,7 +397,7 @@ impl Window {
 /// start the searches (reading long slices' ends), bisect, check.
 #[inline]
 fn search_level(
-    crd: impl Coords,
+    crd: impl Words,
     lanes: &mut [Lane],
     queries: &[&[u64]],
     out: &mut [Result<Option<usize>, LookupError>],
@@ -398,27 +449,6 @@ struct Lane {
 
 impl Lane {
     const EMPTY: Lane = Lane { live: false, parent: 0, range: (0, 0), window: Window::EMPTY };
-}
-
-/// Element access for [`Window`]: `crd_L` as a native slice when it is
-/// aligned (one bounds check per probe; batched lookups ran 5 to 15 % faster
-/// than byte-wise), or byte-wise. Both read the same element.
-trait Coords: Copy {
-    fn get(self, i: usize) -> Option<u64>;
-}
-
-impl Coords for U64Array<'_> {
-    #[inline]
-    fn get(self, i: usize) -> Option<u64> {
-        U64Array::get(&self, i)
-    }
-}
-
-impl Coords for &[u64] {
-    #[inline]
-    fn get(self, i: usize) -> Option<u64> {
-        <[u64]>::get(self, i).copied()
-    }
 }
 
 /// A coordinate difference as a node count, saturating.
@@ -507,7 +537,13 @@ pub(crate) mod testing {
                 .zip(&self.le_levels)
                 .map(|((p, c), (lp, lc))| Level { pos: array(p, lp), crd: array(c, lc) })
                 .collect();
-            CsfView::from_parts(ElementType::U8, &self.shape, &self.order, 0, &levels, &[]).unwrap()
+            CsfView::builder(ElementType::U8, &self.shape)
+                .mode_order(&self.order)
+                .nnz(0)
+                .levels(&levels)
+                .values(&[])
+                .build()
+                .unwrap()
         }
 
         pub fn misaligned(&self) -> Misaligned {
@@ -525,7 +561,13 @@ pub(crate) mod testing {
                 })
                 .collect();
             assert!(levels.iter().all(|l| l.pos.as_native().is_none() || l.pos.is_empty()));
-            CsfView::from_parts(ElementType::U8, &self.shape, &self.order, 0, &levels, &[]).unwrap()
+            CsfView::builder(ElementType::U8, &self.shape)
+                .mode_order(&self.order)
+                .nnz(0)
+                .levels(&levels)
+                .values(&[])
+                .build()
+                .unwrap()
         }
     }
 }

@@ -5,21 +5,40 @@ use alloc::vec::Vec;
 use hurray_format::le::U64Array;
 use hurray_format::{BufferEntry, Descriptor, ElementType, EncodeError, ModeOrder, Shape};
 
+use crate::parts::PartsError;
 use crate::values::{Element, Value};
-use crate::view::{CsfView, Level, ViewError};
+use crate::view::{CsfView, Level};
 
 /// A CSF tensor that owns its arrays and lends a [`CsfView`].
 ///
 /// `pos`/`crd` are kept in file byte order (little-endian words), so the view
 /// and the encoder borrow them without conversion.
+///
+/// ```
+/// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+/// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+/// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+/// # let container = hurray_format::Container::decode(&bytes)?;
+/// # let view = csf_core::CsfView::from_container(&container)?;
+/// use csf_core::OwnedCsf;
+/// // `view`: the spec's example, borrowed from a file's bytes.
+/// let owned = OwnedCsf::from_view(&view); // a copy that outlives the bytes
+/// let again = owned.to_bytes()?;           // encoded as a container again
+/// assert_eq!(again, bytes);
+/// assert_eq!(owned.view().get_f64(&[1, 1, 2])?, 4.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct OwnedCsf {
     element_type: ElementType,
     shape: Vec<u64>,
     mode_order: Vec<u32>,
     nnz: u64,
-    /// `(pos_L, crd_L)` per level, as little-endian words.
-    levels: Vec<(Vec<u64>, Vec<u64>)>,
+    /// `pos_L` and `crd_L` per level, as little-endian words (`x.to_le()`).
+    levels: Vec<OwnedLevel>,
     values: Vec<u8>,
     quantization: Option<OwnedQuantization>,
 }
@@ -53,31 +72,138 @@ impl OwnedQuantization {
     }
 }
 
-impl OwnedCsf {
-    /// A tensor from its arrays: `levels[L] = (pos_L, crd_L)` as ordinary
-    /// `u64`s, `values` packed as `element_type` prescribes.
+/// One level of an [`OwnedCsf`]: `pos_L` and `crd_L` as owned words, the
+/// owned counterpart of [`Level`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedLevel {
+    /// `pos_L`: the children of parent `p` are the nodes
+    /// `pos_L[p] .. pos_L[p + 1]` of this level (`n_{L-1} + 1` entries).
+    pub pos: Vec<u64>,
+    /// `crd_L`: the coordinate of each node of this level along dimension
+    /// `mode_order[L]` (`n_L` entries).
+    pub crd: Vec<u64>,
+}
+
+impl OwnedLevel {
+    /// A level from its `pos_L` and `crd_L` arrays.
+    pub fn new(pos: Vec<u64>, crd: Vec<u64>) -> Self {
+        Self { pos, crd }
+    }
+}
+
+/// Builds an [`OwnedCsf`] from owned arrays, made by [`OwnedCsf::builder`];
+/// the owned counterpart of [`ViewBuilder`](crate::ViewBuilder), with the
+/// same defaults and checks.
+///
+/// ```
+/// use csf_core::{OwnedCsf, OwnedLevel};
+/// use hurray_format::ElementType;
+///
+/// // The CSF spec's example, shape [2, 3, 4], as ordinary `u64`s.
+/// let tensor = OwnedCsf::builder(ElementType::F32, vec![2, 3, 4])
+///     .levels(vec![
+///         OwnedLevel::new(vec![0, 2], vec![0, 1]),
+///         OwnedLevel::new(vec![0, 2, 3], vec![0, 2, 1]),
+///         OwnedLevel::new(vec![0, 1, 2, 4], vec![1, 3, 0, 2]),
+///     ])
+///     .values([1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect())
+///     .build()?;
+/// assert_eq!(tensor.view().get_f64(&[1, 1, 2])?, 4.0);
+/// let bytes = tensor.to_bytes()?; // a container, as a file holds it
+/// # assert!(bytes.len() > 64);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct OwnedCsfBuilder {
+    element_type: ElementType,
+    shape: Vec<u64>,
+    mode_order: Option<Vec<u32>>,
+    nnz: Option<u64>,
+    levels: Vec<OwnedLevel>,
+    values: Option<Vec<u8>>,
+    quantization: Option<OwnedQuantization>,
+}
+
+impl OwnedCsfBuilder {
+    /// `mode_order[L]`: the logical dimension stored at level `L`. Default:
+    /// the identity.
+    pub fn mode_order(mut self, mode_order: Vec<u32>) -> Self {
+        self.mode_order = Some(mode_order);
+        self
+    }
+
+    /// The descriptor's `nnz`. Default: the leaf level's node count.
+    pub fn nnz(mut self, nnz: u64) -> Self {
+        self.nnz = Some(nnz);
+        self
+    }
+
+    /// The levels, outermost first, as ordinary (native) `u64`s. Required:
+    /// one per dimension.
+    pub fn levels(mut self, levels: Vec<OwnedLevel>) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// The values buffer, packed as the element type prescribes. Required,
+    /// even when empty.
+    pub fn values(mut self, values: Vec<u8>) -> Self {
+        self.values = Some(values);
+        self
+    }
+
+    /// Declares the values quantized (the values buffer holds the codes).
+    /// Default: not quantized.
+    pub fn quantization(mut self, quantization: OwnedQuantization) -> Self {
+        self.quantization = Some(quantization);
+        self
+    }
+
+    /// The tensor. The storage invariants are not checked here (that is
+    /// `csf-validate`'s job); the checks are those of [`ViewBuilder::build`](crate::ViewBuilder::build),
+    /// `O(rank)`.
     ///
     /// # Errors
-    /// The structural [`ViewError`]s of [`CsfView::from_parts`]. The storage
-    /// invariants are not checked here (that is `csf-validate`'s job).
-    pub fn new(
-        element_type: ElementType,
-        shape: Vec<u64>,
-        mode_order: Vec<u32>,
-        nnz: u64,
-        levels: Vec<(Vec<u64>, Vec<u64>)>,
-        values: Vec<u8>,
-    ) -> Result<Self, ViewError> {
+    /// As [`ViewBuilder::build`](crate::ViewBuilder::build).
+    pub fn build(self) -> Result<OwnedCsf, PartsError> {
+        let rank = self.shape.len();
+        let order_len = self.mode_order.as_ref().map(Vec::len);
+        crate::parts::check_parts(rank, order_len, self.levels.len(), self.values.is_some())?;
         let to_le = |mut v: Vec<u64>| {
             if cfg!(target_endian = "big") {
                 v.iter_mut().for_each(|x| *x = x.to_le());
             }
             v
         };
-        let levels = levels.into_iter().map(|(p, c)| (to_le(p), to_le(c))).collect();
-        let owned = Self { element_type, shape, mode_order, nnz, levels, values, quantization: None };
-        owned.try_view()?;
-        Ok(owned)
+        let leaves = self.levels.last().map_or(0, |l| l.crd.len());
+        let levels =
+            self.levels.into_iter().map(|l| OwnedLevel { pos: to_le(l.pos), crd: to_le(l.crd) }).collect();
+        Ok(OwnedCsf {
+            element_type: self.element_type,
+            mode_order: self.mode_order.unwrap_or_else(|| (0..rank as u32).collect()),
+            shape: self.shape,
+            nnz: self.nnz.unwrap_or(leaves as u64),
+            levels,
+            values: self.values.unwrap_or_default(),
+            quantization: self.quantization,
+        })
+    }
+}
+
+impl OwnedCsf {
+    /// A builder for a tensor of `element_type` and logical `shape` from
+    /// owned arrays; see [`OwnedCsfBuilder`].
+    pub fn builder(element_type: ElementType, shape: Vec<u64>) -> OwnedCsfBuilder {
+        OwnedCsfBuilder {
+            element_type,
+            shape,
+            mode_order: None,
+            nnz: None,
+            levels: Vec::new(),
+            values: None,
+            quantization: None,
+        }
     }
 
     /// A copy of a view's arrays.
@@ -88,7 +214,11 @@ impl OwnedCsf {
             shape: view.shape().to_vec(),
             mode_order: view.mode_order().to_vec(),
             nnz: view.nnz(),
-            levels: view.levels().iter().map(|l| (words(l.pos), words(l.crd))).collect(),
+            levels: view
+                .levels()
+                .iter()
+                .map(|l| OwnedLevel { pos: words(l.pos), crd: words(l.crd) })
+                .collect(),
             values: view.values().as_bytes().to_vec(),
             quantization: view.quantization().map(OwnedQuantization::from_view),
         }
@@ -116,24 +246,23 @@ impl OwnedCsf {
         self.quantization.as_ref()
     }
 
-    fn try_view(&self) -> Result<CsfView<'_>, ViewError> {
+    fn try_view(&self) -> Result<CsfView<'_>, PartsError> {
         let mut levels = [Level::default(); hurray_format::limits::MAX_RANK];
-        for (slot, (pos, crd)) in levels.iter_mut().zip(&self.levels) {
-            *slot = Level { pos: U64Array::from_le_words(pos), crd: U64Array::from_le_words(crd) };
+        for (slot, level) in levels.iter_mut().zip(&self.levels) {
+            *slot =
+                Level { pos: U64Array::from_le_words(&level.pos), crd: U64Array::from_le_words(&level.crd) };
         }
-        let levels =
-            levels.get(..self.levels.len()).ok_or(ViewError::RankTooLarge { rank: self.levels.len() })?;
-        let view = CsfView::from_parts(
-            self.element_type,
-            &self.shape,
-            &self.mode_order,
-            self.nnz,
-            levels,
-            &self.values,
-        )?;
-        Ok(match &self.quantization {
-            None => view,
-            Some(q) => view.with_quantization(crate::Quantized {
+        let levels = levels
+            .get(..self.levels.len())
+            .ok_or(PartsError::LevelCount { levels: self.levels.len(), rank: self.shape.len() })?;
+        let builder = CsfView::builder(self.element_type, &self.shape)
+            .mode_order(&self.mode_order)
+            .nnz(self.nnz)
+            .levels(levels)
+            .values(&self.values);
+        let builder = match &self.quantization {
+            None => builder,
+            Some(q) => builder.quantization(crate::Quantized {
                 scheme: q.section.scheme,
                 axis: q.section.axis as usize,
                 block_size: q.section.block_size,
@@ -144,12 +273,13 @@ impl OwnedCsf {
                     .zip(q.zero_points.as_deref())
                     .map(|(ty, bytes)| crate::Values::new(ty, bytes)),
             }),
-        })
+        };
+        builder.build()
     }
 
     /// The tensor as a borrowed view.
     pub fn view(&self) -> CsfView<'_> {
-        // `new` and `from_view` only build owned tensors whose view succeeds.
+        // `build` and `from_view` only make owned tensors whose view succeeds.
         self.try_view().unwrap_or_else(|_| CsfView::empty())
     }
 
@@ -174,9 +304,9 @@ impl OwnedCsf {
     pub fn buffers(&self) -> Vec<&[u8]> {
         let mut out = Vec::with_capacity(1 + 2 * self.levels.len());
         out.push(self.values.as_slice());
-        for (pos, crd) in &self.levels {
-            out.push(bytemuck::cast_slice(pos));
-            out.push(bytemuck::cast_slice(crd));
+        for level in &self.levels {
+            out.push(bytemuck::cast_slice(&level.pos));
+            out.push(bytemuck::cast_slice(&level.crd));
         }
         if let Some(q) = &self.quantization {
             out.push(q.scales.as_slice());
@@ -231,19 +361,26 @@ pub enum CooOrder {
     Storage,
 }
 
-/// A coordinate list: `indices` holds `rank` coordinates per non-zero, row after row.
+/// A tensor's non-zeros as coordinate-list (COO) arrays, what
+/// [`CsfView::to_coo`] returns: `indices` holds `rank` coordinates per
+/// non-zero, row after row, and `values` one value per non-zero.
+///
+/// Named for what it holds, owned arrays, apart from `csf_build`'s COO input
+/// (borrowed slices that a build reads), so that a program using both crates
+/// needs no alias.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Coo {
-    /// Coordinates per entry.
+pub struct CooArrays {
+    /// The number of coordinates per entry: the tensor's rank.
     pub rank: usize,
-    /// `len() * rank` coordinates.
+    /// The entries' coordinates, `rank` per entry, row-major (`len() * rank`
+    /// in all), in the order [`CooOrder`] asked for.
     pub indices: Vec<u64>,
     /// One value per entry, dequantized when the tensor is quantized (`None`
     /// only on unvalidated data: a short values buffer, missing parameters).
     pub values: Vec<Option<Value>>,
 }
 
-impl Coo {
+impl CooArrays {
     /// The number of entries.
     pub fn len(&self) -> usize {
         self.values.len()
@@ -288,8 +425,26 @@ impl CsfView<'_> {
     /// The values are the tensor's values, as [`CsfView::value`] gives them:
     /// dequantized (`Value::F32`) when the tensor is quantized, so that a
     /// list can be rebuilt into the same tensor without its quantization.
-    pub fn to_coo(&self, order: CooOrder) -> Coo {
-        let mut coo = Coo { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_core::{CooOrder, Value};
+    /// // `view`: the spec's example.
+    /// let coo = view.to_coo(CooOrder::Logical);
+    /// assert_eq!((coo.len(), coo.rank), (4, 3));
+    /// assert_eq!(coo.index(3), Some(&[1, 1, 2][..]));
+    /// assert_eq!(coo.values[3], Some(Value::F32(4.0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_coo(&self, order: CooOrder) -> CooArrays {
+        let mut coo = CooArrays { rank: self.rank(), indices: Vec::new(), values: Vec::new() };
         match order {
             CooOrder::Logical => self.for_each(|index, leaf| {
                 coo.indices.extend_from_slice(index);

@@ -42,7 +42,7 @@ impl Scope<'_> {
     /// length only, so that its walk is the one [`CsfView::for_each`] always
     /// made, whatever `pos` holds; on valid data the two agree. Out of line:
     /// `Scope::range` and `Cursor::scoped` both step through it, and a copy
-    /// in each cost 1 KiB of flash on a Cortex-M0.
+    /// in each cost flash on a Cortex-M0 (`docs/benchmarks.md`, "Embedded").
     #[inline(never)]
     pub(crate) fn below(&self, view: &CsfView<'_>, level: usize, above: (usize, usize)) -> (usize, usize) {
         if self.level == 0 {
@@ -111,10 +111,9 @@ impl<'a> CsfView<'a> {
     /// #     crd: hurray_format::le::U64Array::new(&arrays[2 * l + 1]).unwrap(),
     /// # };
     /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
-    /// # let view = csf_core::CsfView::from_parts(
-    /// #     hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4,
-    /// #     &[level(0), level(1), level(2)], &values,
-    /// # ).unwrap();
+    /// # let levels = [level(0), level(1), level(2)];
+    /// # let view = csf_core::CsfView::builder(hurray_format::ElementType::F32, &[2, 3, 4])
+    /// #     .levels(&levels).values(&values).build().unwrap();
     /// // The spec's example: everything under i = 1 is (1, 1, 0) -> 3.0 and (1, 1, 2) -> 4.0.
     /// let under = view.subtree(&[1]).unwrap().expect("i = 1 holds entries");
     /// assert_eq!((under.nnz(), under.leaf_range()), (2, 2..4));

@@ -109,12 +109,13 @@ impl<'a> Values<'a> {
         Self { element_type, bytes }
     }
 
-    /// The element type.
+    /// How each element is stored (width, signedness, float format).
     pub fn element_type(&self) -> ElementType {
         self.element_type
     }
 
-    /// The raw buffer.
+    /// The buffer's bytes, exactly as stored (little-endian elements,
+    /// sub-byte types packed low nibble first).
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -207,7 +208,7 @@ mod sealed {
 
 /// A whole-byte element type with a native Rust equivalent.
 pub trait Element: sealed::Sealed + bytemuck::Pod {
-    /// The matching element type.
+    /// The data model's element type whose elements are this Rust type.
     const TYPE: ElementType;
     /// Decodes one element from `size_of::<Self>()` little-endian bytes.
     fn from_le(bytes: &[u8]) -> Option<Self>;
@@ -255,14 +256,51 @@ impl<'a, T: Element> Typed<'a, T> {
     }
 
     /// The elements as a native slice, without copying, when the machine is
-    /// little-endian and the buffer is aligned for `T`.
+    /// little-endian (or `T` is one byte wide) and the buffer is aligned for
+    /// `T` (a partial element at the end is left out); `None` otherwise.
+    ///
+    /// The cast is bytemuck's checked one (`T` is plain old data, and the
+    /// length and alignment are checked), so no `unsafe` is needed here.
     pub fn as_native(&self) -> Option<&'a [T]> {
-        if cfg!(target_endian = "little") {
-            let whole = self.len() * core::mem::size_of::<T>();
+        // A one-byte element reads the same in either byte order.
+        if cfg!(target_endian = "little") || core::mem::size_of::<T>() == 1 {
+            let whole = self.len().checked_mul(core::mem::size_of::<T>())?;
             bytemuck::try_cast_slice(self.bytes.get(..whole)?).ok()
         } else {
             None
         }
+    }
+
+    /// Every whole element as a slice of `T`: borrowed from the buffer when
+    /// it can be ([`Typed::as_native`]: little-endian machine, aligned
+    /// buffer), decoded into a copy otherwise (big-endian machine, or a
+    /// buffer at an address that is not a multiple of `T`'s alignment). Either
+    /// way the same values; the copy is as long as the buffer.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use csf_core::Values;
+    /// use hurray_format::ElementType;
+    ///
+    /// let bytes: Vec<u8> = [1.5f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// let typed = Values::new(ElementType::F32, &bytes).typed::<f32>().expect("f32 values");
+    /// let values: Cow<'_, [f32]> = typed.to_slice();
+    /// assert_eq!(&values[..], &[1.5, -2.0]);
+    /// ```
+    #[cfg(feature = "alloc")]
+    pub fn to_slice(&self) -> alloc::borrow::Cow<'a, [T]> {
+        match self.as_native() {
+            Some(native) => alloc::borrow::Cow::Borrowed(native),
+            None => alloc::borrow::Cow::Owned(self.iter().collect()),
+        }
+    }
+
+    /// The whole elements in order, decoded from little-endian bytes (any
+    /// alignment, any machine).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = T> + 'a {
+        self.bytes
+            .chunks_exact(core::mem::size_of::<T>())
+            .map(|chunk| T::from_le(chunk).unwrap_or_else(T::zeroed))
     }
 }
 
@@ -280,6 +318,78 @@ mod tests {
         assert_eq!(values.get_raw(4), None);
         assert_eq!(Values::new(ElementType::NF4, &bytes).get_raw_f64(1), Some(1.0));
         assert_eq!(Values::new(ElementType::U4, &bytes).get_raw(3), Some(Value::U4(8)));
+    }
+
+    /// `words` as little-endian bytes starting at an address that is 1 mod 8,
+    /// so that no type wider than a byte can be borrowed from them.
+    fn misaligned<'s, T: Element>(storage: &'s mut Vec<u64>, words: &[T]) -> &'s [u8] {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| bytemuck::bytes_of(&le(*w)).to_vec()).collect();
+        storage.resize(bytes.len() / 8 + 2, 0);
+        let raw: &mut [u8] = bytemuck::cast_slice_mut(storage.as_mut_slice());
+        raw[1..=bytes.len()].copy_from_slice(&bytes);
+        &raw[1..=bytes.len()]
+    }
+
+    /// `v` with its bytes in little-endian order (itself on a little-endian machine).
+    fn le<T: Element>(v: T) -> T {
+        let mut v = v;
+        if cfg!(target_endian = "big") {
+            bytemuck::bytes_of_mut(&mut v).reverse();
+        }
+        v
+    }
+
+    #[test]
+    #[cfg(feature = "alloc")]
+    fn typed_slices_borrow_when_aligned_and_native_and_copy_otherwise() {
+        let want = [1.5f64, -2.0, 1e300];
+        let words: Vec<u64> = want.iter().map(|v| v.to_bits().to_le()).collect();
+        let aligned: &[u8] = bytemuck::cast_slice(&words);
+        let typed = Values::new(ElementType::F64, aligned).typed::<f64>().unwrap();
+        let slice = typed.to_slice();
+        assert_eq!(&slice[..], &want);
+        // Borrowed exactly when the machine is little-endian (the buffer is aligned).
+        assert_eq!(matches!(slice, std::borrow::Cow::Borrowed(_)), cfg!(target_endian = "little"));
+        assert_eq!(typed.as_native().is_some(), cfg!(target_endian = "little"));
+
+        let mut storage = Vec::new();
+        let odd = misaligned(&mut storage, &want);
+        assert_eq!(odd.as_ptr() as usize % 8, 1);
+        let typed = Values::new(ElementType::F64, odd).typed::<f64>().unwrap();
+        assert_eq!(typed.as_native(), None, "a misaligned buffer is never borrowed as f64s");
+        let slice = typed.to_slice();
+        assert!(matches!(slice, std::borrow::Cow::Owned(_)));
+        assert_eq!(&slice[..], &want);
+
+        // i16 at an odd address, with a partial element at the end.
+        let mut storage = Vec::new();
+        let odd = misaligned(&mut storage, &[-2i16, 300, 7]);
+        let typed = Values::new(ElementType::I16, &odd[..5]).typed::<i16>().unwrap();
+        assert_eq!((typed.len(), &typed.to_slice()[..]), (2, &[-2i16, 300][..]));
+        // Single bytes are always aligned: borrowed on any machine.
+        let bytes = [1u8, 2, 3];
+        let typed = Values::new(ElementType::U8, &bytes).typed::<u8>().unwrap();
+        assert!(matches!(typed.to_slice(), std::borrow::Cow::Borrowed(&[1, 2, 3])));
+        // The wrong type is refused.
+        assert!(Values::new(ElementType::F32, &bytes).typed::<u8>().is_none());
+    }
+
+    #[test]
+    fn typed_reads_at_odd_addresses_and_in_either_byte_order() {
+        let want = [1.5f64, -2.0, 1e300];
+        let words: Vec<u64> = want.iter().map(|v| v.to_bits().to_le()).collect();
+        let aligned = Values::new(ElementType::F64, bytemuck::cast_slice(&words)).typed::<f64>().unwrap();
+        assert_eq!(aligned.as_native().is_some(), cfg!(target_endian = "little"));
+        let mut storage = Vec::new();
+        let odd = Values::new(ElementType::F64, misaligned(&mut storage, &want)).typed::<f64>().unwrap();
+        assert_eq!(odd.as_native(), None);
+        for typed in [aligned, odd] {
+            assert!(typed.iter().eq(want));
+            assert_eq!((typed.get(2), typed.get(3)), (Some(1e300), None));
+        }
+        let bytes = [1u8, 2, 3];
+        let bytes = Values::new(ElementType::U8, &bytes).typed::<u8>().unwrap();
+        assert_eq!(bytes.as_native(), Some(&[1u8, 2, 3][..]), "one-byte elements are native on any machine");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use hurray_format::{csf, Container, ElementType, LayoutTag};
 
 use crate::quant::Quantized;
 use crate::values::Values;
+use crate::words::clamp_index;
 
 /// One tree level: its `pos_L` pointer array and `crd_L` coordinate array.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,15 +40,10 @@ impl<'a> Level<'a> {
     #[inline]
     pub fn children_of_range(&self, first: usize, end: usize) -> (usize, usize) {
         let n = self.crd.len();
-        let stop = self.pos.get(end).map_or(0, |e| clamp(e, n));
-        let start = self.pos.get(first).map_or(stop, |s| clamp(s, n)).min(stop);
+        let stop = self.pos.get(end).map_or(0, |e| clamp_index(e, n));
+        let start = self.pos.get(first).map_or(stop, |s| clamp_index(s, n)).min(stop);
         (start, stop)
     }
-}
-
-#[inline]
-fn clamp(v: u64, n: usize) -> usize {
-    usize::try_from(v).map_or(n, |v| v.min(n))
 }
 
 /// Why buffers cannot be viewed as a CSF tensor at all.
@@ -64,21 +60,21 @@ pub enum ViewError {
     /// CSF is defined for rank >= 3 only (spec § Validity Constraints).
     #[error("{}", RankError::TooSmall(*rank))]
     RankTooSmall {
-        /// The rank.
+        /// The rank the descriptor declares (its shape's length).
         rank: usize,
     },
     /// More dimensions than the data model's cap.
     #[error("{}", RankError::TooLarge(*rank))]
     RankTooLarge {
-        /// The rank.
+        /// The rank the descriptor declares (its shape's length).
         rank: usize,
     },
     /// `mode_order` does not have one entry per dimension.
     #[error("mode_order has {len} entries for rank {rank}")]
     ModeOrderLength {
-        /// Entries in `mode_order`.
+        /// Entries in the descriptor's `mode_order`.
         len: usize,
-        /// The rank.
+        /// The rank: the shape's length.
         rank: usize,
     },
     /// The buffer table is too short for the rank.
@@ -94,7 +90,7 @@ pub enum ViewError {
     /// A `pos`/`crd` buffer's length is not a whole number of `u64`s.
     #[error("buffer {index}: {len} bytes is not a whole number of u64 elements")]
     NotU64Array {
-        /// The buffer index.
+        /// The buffer's row in the buffer table (`pos_L` or `crd_L`).
         index: usize,
         /// Its length in bytes.
         len: usize,
@@ -120,6 +116,21 @@ pub struct CsfView<'a> {
 
 impl<'a> CsfView<'a> {
     /// Views the buffers of a decoded container, borrowing them.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// // let bytes = std::fs::read("tensor.hurray")?; // a file's bytes (here, the spec's example)
+    /// let container = hurray_format::Container::decode(&bytes)?; // the framing, checked
+    /// let view = csf_core::CsfView::from_container(&container)?;  // borrows the buffers
+    /// assert_eq!((view.rank(), view.shape(), view.nnz()), (3, &[2, 3, 4][..], 4));
+    /// assert_eq!(view.get_f64(&[1, 1, 2])?, 4.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// A [`ViewError`] when the layout is not CSF, the rank is outside
@@ -159,36 +170,7 @@ impl<'a> CsfView<'a> {
         Ok(view)
     }
 
-    /// Views arrays a caller built or loaded itself. `levels[L]` holds
-    /// `pos_L` and `crd_L` (see [`U64Array::new`] and [`U64Array::from_native`]);
-    /// `values` holds the packed values buffer.
-    ///
-    /// # Errors
-    /// A [`ViewError`] when the rank is outside `3..=64` or `shape`,
-    /// `mode_order` and `levels` differ in length.
-    pub fn from_parts(
-        element_type: ElementType,
-        shape: &[u64],
-        mode_order: &[u32],
-        nnz: u64,
-        levels: &[Level<'a>],
-        values: &'a [u8],
-    ) -> Result<Self, ViewError> {
-        let rank = shape.len();
-        check_shape(rank, mode_order.len())?;
-        if levels.len() != rank {
-            let needed = csf::buffer_count(rank);
-            let count = csf::buffer_count(levels.len());
-            return Err(ViewError::MissingBuffer { index: count.min(needed), count, needed });
-        }
-        let mut stored = [Level::default(); MAX_RANK];
-        for (slot, level) in stored.iter_mut().zip(levels) {
-            *slot = *level;
-        }
-        Ok(Self::assemble(shape, mode_order, nnz, stored, Values::new(element_type, values)))
-    }
-
-    fn assemble(
+    pub(crate) fn assemble(
         shape: &[u64],
         mode_order: &[u32],
         nnz: u64,
@@ -256,7 +238,8 @@ impl<'a> CsfView<'a> {
         self.values.element_type()
     }
 
-    /// The values buffer.
+    /// The values buffer as stored: one element per leaf (for a quantized
+    /// tensor, the codes; [`CsfView::value`] gives the values they mean).
     pub fn values(&self) -> Values<'a> {
         self.values
     }
@@ -266,8 +249,10 @@ impl<'a> CsfView<'a> {
         self.quantization.as_ref()
     }
 
-    pub(crate) fn set_quantization(&mut self, quantization: Option<Quantized<'a>>) {
-        self.quantization = quantization;
+    /// Attaches a quantization to a view built from parts.
+    pub fn with_quantization(mut self, quantization: Quantized<'a>) -> Self {
+        self.quantization = Some(quantization);
+        self
     }
 
     /// The levels, outermost (level 0) first.

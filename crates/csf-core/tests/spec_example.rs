@@ -1,6 +1,6 @@
 //! The spec's worked example (§ Example): shape [2, 3, 4], float32, identity
 //! mode order, four non-zeros. Every claim the example makes is checked, both
-//! on arrays handed to `CsfView::from_parts` and on a container written by
+//! on arrays handed to `CsfView::builder` and on a container written by
 //! `hurray_format::encode_to_slice` and viewed with `CsfView::from_container`.
 
 mod common;
@@ -8,9 +8,10 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{iterate_all, view_container, Seen};
-use csf_core::{CsfView, Level, LookupError, Value, ViewError};
+use csf_core::{CsfView, Level, LookupError, PartsError, Value, ViewError};
 use csf_testdata::tree::{f32_bytes, le_bytes, Tree};
 use hurray_format::le::U64Array;
+use hurray_format::limits::RankError;
 use hurray_format::ElementType;
 
 /// The example's non-zeros, in leaf order.
@@ -264,7 +265,7 @@ fn lookup_errors_are_errors_not_panics() {
 }
 
 #[test]
-fn from_parts_and_from_container_refuse_structural_errors() {
+fn builder_and_from_container_refuse_structural_errors() {
     let tree = Tree::spec_example();
     let arrays: Vec<Vec<u8>> = tree.levels.iter().flat_map(|(p, c)| [le_bytes(p), le_bytes(c)]).collect();
     let levels: Vec<Level<'_>> = arrays
@@ -273,23 +274,20 @@ fn from_parts_and_from_container_refuse_structural_errors() {
         .collect();
     let f32s = ElementType::F32;
     let values = &tree.values[..];
-    assert!(CsfView::from_parts(f32s, &[2, 3, 4], &[0, 1, 2], 4, &levels, values).is_ok());
+    let parts = |shape: &'static [u64], order: &'static [u32], levels| {
+        CsfView::builder(f32s, shape).mode_order(order).nnz(4).levels(levels).values(values).build()
+    };
+    assert!(parts(&[2, 3, 4], &[0, 1, 2], &levels).is_ok());
+    assert_eq!(parts(&[2, 3], &[0, 1], &levels[..2]).err(), Some(PartsError::Rank(RankError::TooSmall(2))));
     assert_eq!(
-        CsfView::from_parts(f32s, &[2, 3], &[0, 1], 4, &levels[..2], values).err(),
-        Some(ViewError::RankTooSmall { rank: 2 })
+        parts(&[2, 3, 4], &[0, 1], &levels).err(),
+        Some(PartsError::ModeOrderLength { len: 2, rank: 3 })
     );
     assert_eq!(
-        CsfView::from_parts(f32s, &[2, 3, 4], &[0, 1], 4, &levels, values).err(),
-        Some(ViewError::ModeOrderLength { len: 2, rank: 3 })
+        parts(&[2, 3, 4], &[0, 1, 2], &levels[..2]).err(),
+        Some(PartsError::LevelCount { levels: 2, rank: 3 })
     );
-    assert!(matches!(
-        CsfView::from_parts(f32s, &[2, 3, 4], &[0, 1, 2], 4, &levels[..2], values),
-        Err(ViewError::MissingBuffer { .. })
-    ));
-    assert_eq!(
-        CsfView::from_parts(f32s, &[1; 65], &[0; 65], 4, &levels, values).err(),
-        Some(ViewError::RankTooLarge { rank: 65 })
-    );
+    assert_eq!(parts(&[1; 65], &[0; 65], &levels).err(), Some(PartsError::Rank(RankError::TooLarge(65))));
     // A container whose crd_0 is not a whole number of u64s.
     let mut bad = tree.clone();
     bad.levels[0].1 = vec![0, 1];

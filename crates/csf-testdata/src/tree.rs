@@ -1,5 +1,5 @@
 //! A CSF tree that owns its arrays, valid or not, for the decoder crates'
-//! tests: it lends a `CsfView` (through `CsfView::from_parts`) and encodes
+//! tests: it lends a `CsfView` (through `CsfView::builder`) and encodes
 //! itself as a container; and the byte helpers those tests share.
 
 use csf_core::{CsfView, Level};
@@ -180,7 +180,12 @@ impl Tree {
     }
 
     fn parts_view<'a>(&'a self, levels: &[Level<'a>]) -> CsfView<'a> {
-        CsfView::from_parts(self.element_type, &self.shape, &self.mode_order, self.nnz, levels, &self.values)
+        CsfView::builder(self.element_type, &self.shape)
+            .mode_order(&self.mode_order)
+            .nnz(self.nnz)
+            .levels(levels)
+            .values(&self.values)
+            .build()
             .expect("structurally sound tree")
     }
 

@@ -12,6 +12,7 @@ extern crate alloc;
 
 mod contents;
 mod invariants;
+mod level;
 #[cfg(feature = "parallel")]
 mod parallel;
 #[cfg(feature = "alloc")]

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::invariants::{check_level as check_level_seq, LevelSpec};
+use crate::level::{check_level as check_level_seq, LevelSpec};
 use crate::sink::{Sink, Stop};
 
 /// Levels smaller than this are not worth the threads.

@@ -946,15 +946,13 @@ fn hostile_file(
     values: &[f32],
 ) -> PathBuf {
     let values: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let tensor = csf_core::OwnedCsf::new(
-        hurray_format::ElementType::F32,
-        vec![2, 3, 4],
-        vec![0, 1, 2],
-        nnz,
-        levels,
-        values,
-    )
-    .unwrap();
+    let levels = levels.into_iter().map(|(pos, crd)| csf_core::OwnedLevel { pos, crd }).collect();
+    let tensor = csf_core::OwnedCsf::builder(hurray_format::ElementType::F32, vec![2, 3, 4])
+        .nnz(nnz)
+        .levels(levels)
+        .values(values)
+        .build()
+        .unwrap();
     let path = dir.join(name);
     std::fs::write(&path, tensor.to_bytes().unwrap()).unwrap();
     path

@@ -57,6 +57,23 @@ pub struct Container<'a> {
 impl<'a> Container<'a> {
     /// Decodes and checks the framing of a container. Never panics, never allocates.
     ///
+    /// ```
+    /// use hurray_format::{encode_to_slice, Container, Descriptor, ElementType};
+    ///
+    /// // An empty [2, 3, 4] tensor of u8: seven buffers (values, pos/crd per level).
+    /// let header = Descriptor::csf(ElementType::U8, &[2, 3, 4], &[0, 1, 2], 0)?;
+    /// let (pos0, pos) = ([0u8; 16], [0u8; 8]); // pos_0 = [0, 0], pos_1 = pos_2 = [0]
+    /// let buffers: [&[u8]; 7] = [&[], &pos0, &[], &pos, &[], &pos, &[]];
+    /// let mut file = [0u8; 512];
+    /// let len = encode_to_slice(&header, &buffers, &mut file)?;
+    ///
+    /// let container = Container::decode(&file[..len])?;
+    /// assert_eq!(container.descriptor().shape.as_slice(), &[2, 3, 4]);
+    /// assert_eq!(container.buffer(1), Some(&pos0[..])); // pos_0, in place
+    /// assert!(Container::decode(&file[..len - 1]).is_err(), "a truncated file is refused");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// Any [`DecodeError`]: every one names the byte offset (or buffer index) at fault.
     // Out of line: it runs once per file, and a container is 4.7 KiB on a
@@ -135,7 +152,8 @@ impl<'a> Container<'a> {
         &self.descriptor
     }
 
-    /// The whole input.
+    /// The bytes the container was decoded from, whole (header, descriptor,
+    /// padding and data section).
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -335,6 +353,20 @@ fn write_head(plan: &Plan, head: &mut [u8]) -> Result<(), EncodeError> {
 }
 
 /// Encodes a container into a new `Vec`. See [`encode_to_slice`].
+///
+/// ```
+/// use hurray_format::{encode_to_vec, Container, Descriptor, ElementType};
+///
+/// let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// // One non-zero, 7.0 at (1, 2, 3) of a [2, 3, 4] f32 tensor.
+/// let buffers = [7.0f32.to_le_bytes().to_vec(), le(&[0, 1]), le(&[1]), le(&[0, 1]), le(&[2]), le(&[0, 1]), le(&[3])];
+/// let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+/// let header = Descriptor::csf(ElementType::F32, &[2, 3, 4], &[0, 1, 2], 1)?;
+/// let bytes = encode_to_vec(&header, &slices)?;
+/// assert_eq!(encode_to_vec(&header, &slices)?, bytes, "deterministic");
+/// assert_eq!(Container::decode(&bytes)?.buffer(6), Some(&le(&[3])[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// As [`encode_to_slice`].

@@ -105,7 +105,8 @@ impl fmt::Debug for Flags {
     }
 }
 
-/// The statistics section.
+/// The statistics section: summary figures a writer may record about the
+/// stored values (`docs/format.md` § 5.6).
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Statistics {
     /// Number of stored values; for CSF it must equal the descriptor's `nnz`.
@@ -191,7 +192,7 @@ impl serde::Serialize for QuantScheme {
 /// The parameter buffers themselves follow the layout's buffers in the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Quantization {
-    /// The scheme.
+    /// How the stored codes map to values, and which leaves share parameters.
     pub scheme: QuantScheme,
     /// The logical axis of a per-channel scheme (0 otherwise).
     pub axis: u32,
@@ -231,9 +232,12 @@ pub struct Descriptor {
     pub byte_offset: u64,
     /// Number of stored values (leaves).
     pub nnz: u64,
-    /// The CSF mode order.
+    /// The CSF mode order: `mode_order[L]` is the logical dimension stored
+    /// at tree level `L`.
     pub mode_order: ModeOrder,
-    /// The buffer table.
+    /// Where each buffer lies in the data section (offset and length per
+    /// row), in the layout's order: for CSF the values, then `pos_L`, `crd_L`
+    /// per level, then any quantization parameters.
     pub buffers: BufferTable,
     /// The statistics section, present iff [`Flags::HAS_STATISTICS`].
     pub statistics: Option<Statistics>,
@@ -381,9 +385,9 @@ pub enum CsfHeaderError {
     Rank(RankError),
     /// `mode_order` does not have one entry per dimension.
     ModeOrderLength {
-        /// Entries in `mode_order`.
+        /// Entries in the `mode_order` given.
         len: usize,
-        /// The rank.
+        /// The rank: the shape's length.
         rank: usize,
     },
 }

@@ -31,23 +31,23 @@ pub enum DecodeError {
     /// The header names a format version this reader does not read.
     #[error("byte 8: format version {found} is not supported (this reader reads version {supported})")]
     UnsupportedVersion {
-        /// The version in the file.
+        /// The format version the file's header declares.
         found: u16,
-        /// The version this reader reads.
+        /// The one format version this reader decodes.
         supported: u16,
     },
     /// The reserved header field is not zero.
     #[error("byte 10: reserved header field is {found:#06x}, must be 0")]
     ReservedHeaderBits {
-        /// The value found.
+        /// The reserved field's value in the file (anything but 0).
         found: u16,
     },
     /// The descriptor length exceeds [`crate::limits::MAX_DESCRIPTOR_LEN`].
     #[error("byte 12: descriptor length {len} exceeds the limit of {max} bytes")]
     DescriptorTooLong {
-        /// The declared length.
+        /// The descriptor length the header declares, in bytes.
         len: u32,
-        /// The limit.
+        /// The longest descriptor this reader accepts, in bytes.
         max: usize,
     },
     /// A varint does not fit the integer it encodes.
@@ -69,9 +69,9 @@ pub enum DecodeError {
     BadOptionTag {
         /// Where the tag is.
         offset: usize,
-        /// The field.
+        /// The descriptor field whose option tag it is (`statistics`, ...).
         field: &'static str,
-        /// The tag found.
+        /// The tag byte in the file (anything but 0 or 1).
         found: u8,
     },
     /// The layout tag is not one of the family's.
@@ -79,7 +79,7 @@ pub enum DecodeError {
     UnknownLayout {
         /// Where the tag is.
         offset: usize,
-        /// The tag.
+        /// The layout tag byte in the file, which no layout of the family has.
         tag: u8,
     },
     /// The layout is one of the family's, but not CSF.
@@ -87,7 +87,7 @@ pub enum DecodeError {
     UnsupportedLayout {
         /// Where the tag is.
         offset: usize,
-        /// The layout.
+        /// The family's layout the file declares, which this reader does not decode.
         layout: LayoutTag,
     },
     /// The element-type code is not assigned.
@@ -95,9 +95,9 @@ pub enum DecodeError {
     UnknownElementType {
         /// Where the code is.
         offset: usize,
-        /// The field.
+        /// The descriptor field that holds it (`element_type`, `scale_type`, ...).
         field: &'static str,
-        /// The code.
+        /// The element-type code in the file, which the data model does not assign.
         code: u8,
     },
     /// The flag word has bits this version does not assign.
@@ -105,7 +105,7 @@ pub enum DecodeError {
     UnknownFlags {
         /// Where the flag word starts.
         offset: usize,
-        /// The unknown bits.
+        /// The set bits of the flag word that this version assigns no meaning to.
         bits: u32,
     },
     /// A flag and the presence of its section disagree.
@@ -123,7 +123,7 @@ pub enum DecodeError {
     UnknownQuantScheme {
         /// Where the code is.
         offset: usize,
-        /// The code.
+        /// The scheme code in the file, which no quantization scheme has.
         code: u8,
     },
     /// A list is longer than its cap (rank, buffer count, ...).
@@ -131,11 +131,11 @@ pub enum DecodeError {
     TooLong {
         /// Where the length prefix starts.
         offset: usize,
-        /// The field.
+        /// The list (`shape`, `mode_order`, `buffers`, ...).
         field: &'static str,
-        /// The declared length.
+        /// The entry count its length prefix declares.
         len: u64,
-        /// The cap.
+        /// The most entries the list may have ([`crate::limits`]).
         max: usize,
     },
     /// The descriptor ends before its declared length.
@@ -149,18 +149,18 @@ pub enum DecodeError {
     /// A padding byte is not zero.
     #[error("byte {offset}: padding byte is not zero")]
     NonZeroPadding {
-        /// The byte's offset.
+        /// Where the first non-zero padding byte is.
         offset: usize,
     },
     /// A buffer does not start on a [`crate::limits::BUFFER_ALIGNMENT`] boundary.
     #[error("byte {offset}: buffer {index} starts at a byte that is not a multiple of {alignment}")]
     BufferMisaligned {
-        /// The buffer index.
+        /// The buffer's row in the buffer table.
         index: usize,
         /// Where the buffer table puts it, from the start of the file
         /// (`data_start` plus the table's `offset`).
         offset: u64,
-        /// The required alignment.
+        /// The alignment every buffer's start must have, in bytes.
         alignment: usize,
     },
     /// A buffer starts before the end of the previous one.
@@ -168,7 +168,7 @@ pub enum DecodeError {
         "byte {offset}: buffer {index} starts inside the previous buffer, which ends at byte {previous_end}"
     )]
     BufferOverlap {
-        /// The buffer index.
+        /// The buffer's row in the buffer table.
         index: usize,
         /// Where the buffer table puts it, from the start of the file.
         offset: u64,
@@ -180,7 +180,7 @@ pub enum DecodeError {
         "byte {offset}: buffer {index} leaves a gap after the previous buffer; it belongs at byte {expected}"
     )]
     BufferGap {
-        /// The buffer index.
+        /// The buffer's row in the buffer table.
         index: usize,
         /// Where the buffer table puts it, from the start of the file.
         offset: u64,
@@ -195,7 +195,7 @@ pub enum DecodeError {
         "buffer {index}: data_start {data_start} + offset {table_offset} + length {length} overflows a 64-bit file length"
     )]
     BufferEndOverflow {
-        /// The buffer index.
+        /// The buffer's row in the buffer table.
         index: usize,
         /// Where the data section starts, from the start of the file.
         data_start: u64,
@@ -285,7 +285,7 @@ pub enum EncodeError {
     /// The encoded descriptor would exceed [`crate::limits::MAX_DESCRIPTOR_LEN`].
     #[error("the encoded descriptor exceeds {max} bytes")]
     DescriptorTooLong {
-        /// The limit.
+        /// The longest descriptor a container may hold, in bytes.
         max: usize,
     },
     /// postcard could not write the descriptor; its error is the source. A
@@ -293,7 +293,7 @@ pub enum EncodeError {
     /// it, so this names a fault of the encoder rather than of its input.
     #[error("the descriptor could not be serialized: {0}")]
     Serialize(#[source] postcard::Error),
-    /// The output slice is too small.
+    /// The output slice is too small for the container.
     #[error("output buffer holds {available} bytes, {needed} needed")]
     OutputTooSmall {
         /// Bytes needed.

@@ -18,7 +18,7 @@ pub struct FixedVec<T: Copy + Default, const N: usize> {
 pub struct CapacityError;
 
 impl<T: Copy + Default, const N: usize> FixedVec<T, N> {
-    /// The capacity.
+    /// The most entries the list can hold, `N`.
     pub const CAPACITY: usize = N;
 
     /// An empty list.

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use csf_build::{
     Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions, StatisticsSection,
 };
-use csf_core::{CsfView, OwnedCsf};
+use csf_core::{CsfView, OwnedCsf, OwnedLevel};
 use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
@@ -229,9 +229,11 @@ pub(crate) fn from_parts<'py>(
 ) -> PyResult<Bound<'py, PyArray1<u8>>> {
     let element_type = self::element_type(element_type)?;
     let copy = |a: &PyReadonlyArray1<'py, u64>| a.as_array().to_vec();
-    let levels: Vec<(Vec<u64>, Vec<u64>)> = levels.iter().map(|(p, c)| (copy(p), copy(c))).collect();
+    let levels: Vec<OwnedLevel> = levels.iter().map(|(p, c)| OwnedLevel::new(copy(p), copy(c))).collect();
     let values = values.as_array().to_vec();
-    let tensor = OwnedCsf::new(element_type, shape, mode_order, nnz, levels, values).map_err(|e| {
+    let parts =
+        OwnedCsf::builder(element_type, shape).mode_order(mode_order).nnz(nnz).levels(levels).values(values);
+    let tensor = parts.build().map_err(|e| {
         errors::raise(py, "ValidationError", (e.to_string(), Vec::<u8>::new(), Vec::<u8>::new()))
     })?;
     csf_validate::validate_view(tensor.view()).map_err(|v| errors::invalid(py, &v, None))?;

@@ -16,7 +16,7 @@ mod reorder;
 
 pub use reorder::{reorder, ReorderOptions};
 
-use csf_core::OwnedCsf;
+use csf_core::{OwnedCsf, OwnedLevel};
 
 use crate::key::Layout;
 use crate::order::{choose, AutoChoice};
@@ -68,8 +68,13 @@ pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Res
     let (levels, values) = build_levels(&source, &slots, &mode_order, options, presort)?;
     let nnz = (values.len() / slots.width.max(1)) as u64;
     let removed = len as u64 - nnz;
-    let tensor =
-        OwnedCsf::new(coo.element_type, coo.shape.to_vec(), mode_order, nnz, levels, slots.pack(values))?;
+    let levels = levels.into_iter().map(|(pos, crd)| OwnedLevel { pos, crd }).collect();
+    let tensor = OwnedCsf::builder(coo.element_type, coo.shape.to_vec())
+        .mode_order(mode_order)
+        .nnz(nnz)
+        .levels(levels)
+        .values(slots.pack(values))
+        .build()?;
     let tensor = match options.quantize {
         Some(spec) => crate::quantize(tensor, spec)?,
         None => tensor,

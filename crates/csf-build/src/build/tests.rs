@@ -234,11 +234,11 @@ fn dropped_zeros_in_chunked_builds() {
 }
 
 #[test]
-fn a_view_error_keeps_its_cause() {
+fn a_parts_error_keeps_its_cause() {
     use std::error::Error;
-    let cause = csf_core::ViewError::ModeOrderLength { len: 2, rank: 3 };
+    let cause = csf_core::PartsError::ModeOrderLength { len: 2, rank: 3 };
     let error = BuildError::from(cause);
-    assert_eq!(error, BuildError::View(cause));
+    assert_eq!(error, BuildError::Parts(cause));
     let source = error.source().expect("the view error is the source");
     assert_eq!(source.to_string(), cause.to_string());
     assert!(error.to_string().contains("mode_order has 2 entries"), "{error}");

@@ -183,10 +183,15 @@ impl Joined<VecSink> {
     ///
     /// # Errors
     /// None in practice: the header passed [`Joiner::new`]'s checks, which
-    /// are those of [`OwnedCsf::new`]; its error is kept for the type's sake.
-    pub fn into_tensor(self) -> Result<OwnedCsf, csf_core::ViewError> {
-        let nnz = self.statistics.nnz;
-        OwnedCsf::new(self.element_type, self.shape, self.mode_order, nnz, self.sink.levels, self.sink.values)
+    /// are those of [`OwnedCsfBuilder::build`](csf_core::OwnedCsfBuilder::build);
+    /// its error is kept for the type's sake.
+    pub fn into_tensor(self) -> Result<OwnedCsf, csf_core::PartsError> {
+        OwnedCsf::builder(self.element_type, self.shape)
+            .mode_order(self.mode_order)
+            .nnz(self.statistics.nnz)
+            .levels(self.sink.levels)
+            .values(self.sink.values)
+            .build()
     }
 }
 

@@ -4,6 +4,8 @@
 
 use std::convert::Infallible;
 
+use csf_core::OwnedLevel;
+
 /// The arrays of the joined tensor, appended to in order.
 ///
 /// The joiner appends each array front to back and never goes back: `pos_L`
@@ -36,18 +38,18 @@ pub trait ArraySink {
     fn values(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
 }
 
-/// The in-memory sink: each array a `Vec`, as [`OwnedCsf::new`](csf_core::OwnedCsf::new) takes them.
+/// The in-memory sink: each array a `Vec`, as [`OwnedCsf::builder`](csf_core::OwnedCsf::builder) takes them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VecSink {
-    /// `(pos_L, crd_L)` per level, outermost first.
-    pub levels: Vec<(Vec<u64>, Vec<u64>)>,
+    /// `pos_L` and `crd_L` per level, outermost first.
+    pub levels: Vec<OwnedLevel>,
     /// The values buffer, packed as the element type prescribes.
     pub values: Vec<u8>,
 }
 
 impl VecSink {
     /// The level's arrays, made on first use (so that `default()` suits any rank).
-    fn level(&mut self, level: usize) -> &mut (Vec<u64>, Vec<u64>) {
+    fn level(&mut self, level: usize) -> &mut OwnedLevel {
         if self.levels.len() <= level {
             self.levels.resize_with(level + 1, Default::default);
         }
@@ -59,12 +61,12 @@ impl ArraySink for VecSink {
     type Error = Infallible;
 
     fn pos(&mut self, level: usize, words: &[u64]) -> Result<(), Infallible> {
-        self.level(level).0.extend_from_slice(words);
+        self.level(level).pos.extend_from_slice(words);
         Ok(())
     }
 
     fn crd(&mut self, level: usize, words: &[u64]) -> Result<(), Infallible> {
-        self.level(level).1.extend_from_slice(words);
+        self.level(level).crd.extend_from_slice(words);
         Ok(())
     }
 
