@@ -8,7 +8,7 @@
 //! including `pos` arrays that go backwards, overlap or point past the end.
 //!
 //! A walk covers a [`Scope`]: the whole tensor, or the sub-tree under a prefix
-//! (`crate::subtree`). A sub-tree's walk starts at its node range of level `k`
+//! (`crate::subtree`, which builds on this module). A sub-tree's walk starts at its node range of level `k`
 //! and ends when it climbs back there; at each level below, the high-water
 //! mark starts at the first node of the sub-tree's range and slices are also
 //! clamped to end within it, so that the walk never leaves the sub-tree's
@@ -17,9 +17,53 @@
 use hurray_format::limits::MAX_RANK;
 
 use crate::lookup::LookupError;
-use crate::subtree::Scope;
 use crate::values::Value;
 use crate::view::CsfView;
+
+/// What a walk covers: the nodes `nodes` of level `level`, under the
+/// storage-order coordinates `prefix` of the levels above, and at each level
+/// below the node range [`Scope::below`] gives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scope<'p> {
+    /// The top level, `k`.
+    pub(crate) level: usize,
+    /// The node range at the top level.
+    pub(crate) nodes: (usize, usize),
+    /// The coordinates of levels `0..k`.
+    pub(crate) prefix: &'p [u64],
+}
+
+impl Scope<'_> {
+    /// The whole tensor: the root's children at level 0, and every node below.
+    pub(crate) fn whole(view: &CsfView<'_>) -> Scope<'static> {
+        Scope { level: 0, nodes: view.level(0).map_or((0, 0), |l| l.children(0)), prefix: &[] }
+    }
+
+    /// The scope's node range at `level` (below the top), given its range
+    /// `above` at `level - 1`: the children of those nodes, clamped into
+    /// `crd_level`. The whole tensor's lower levels are bounded by their
+    /// length only, so that its walk is the one [`CsfView::for_each`] always
+    /// made, whatever `pos` holds; on valid data the two agree. Out of line:
+    /// `Scope::range` and `Cursor::scoped` both step through it, and a copy
+    /// in each cost flash on a Cortex-M0 (`docs/benchmarks.md`, "Embedded").
+    #[inline(never)]
+    pub(crate) fn below(&self, view: &CsfView<'_>, level: usize, above: (usize, usize)) -> (usize, usize) {
+        if self.level == 0 {
+            return (0, view.node_count(level));
+        }
+        view.level(level).map_or((0, 0), |l| l.children_of_range(above.0, above.1))
+    }
+
+    /// The scope's node range at `level`; empty above the top. `O(level - k)`.
+    /// Out of line, to keep `CsfView::walk` small (see there).
+    #[inline(never)]
+    pub(crate) fn range(&self, view: &CsfView<'_>, level: usize) -> (usize, usize) {
+        if level < self.level {
+            return (0, 0);
+        }
+        (self.level + 1..=level).fold(self.nodes, |range, l| self.below(view, l, range))
+    }
+}
 
 /// Where a coordinate goes in the logical index: `mode_order[L]`, or a spare
 /// slot past the real ones ([`SPARE`]) when `mode_order[L]` names no dimension
