@@ -279,20 +279,76 @@ pub fn statistics(view: &CsfView<'_>) -> Statistics {
     let total = view.shape().iter().map(|&d| d as f64).product::<f64>();
     let nnz = view.nnz();
     let sparsity_ratio = if total > 0.0 { 1.0 - nnz as f64 / total } else { 0.0 };
-    let (mut min, mut max) = (None::<f64>, None::<f64>);
-    let mut see = |v: f64| {
-        if !v.is_nan() {
-            min = Some(min.map_or(v, |m| m.min(v)));
-            max = Some(max.map_or(v, |m| m.max(v)));
-        }
-    };
+    let mut range = Range::default();
     if view.quantization().is_some() {
-        view.for_each_dequantized(|_, v| see(f64::from(v)));
-    } else {
+        view.for_each_dequantized(|_, v| range.see(f64::from(v)));
+    } else if !range.of_typed(view) {
         let values = view.values();
-        (0..nnz as usize).filter_map(|leaf| values.get_raw_f64(leaf)).for_each(&mut see);
+        (0..nnz as usize).filter_map(|leaf| values.get_raw_f64(leaf)).for_each(|v| range.see(v));
     }
-    Statistics { nnz, sparsity_ratio, min, max }
+    Statistics { nnz, sparsity_ratio, min: range.min(), max: range.max() }
+}
+
+/// The smallest and largest value seen, NaNs skipped.
+struct Range {
+    min: f64,
+    max: f64,
+    seen: bool,
+}
+
+impl Default for Range {
+    fn default() -> Self {
+        Self { min: f64::INFINITY, max: f64::NEG_INFINITY, seen: false }
+    }
+}
+
+impl Range {
+    #[inline(always)]
+    fn see(&mut self, v: f64) {
+        if !v.is_nan() {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+            self.seen = true;
+        }
+    }
+
+    fn min(&self) -> Option<f64> {
+        self.seen.then_some(self.min)
+    }
+
+    fn max(&self) -> Option<f64> {
+        self.seen.then_some(self.max)
+    }
+
+    /// Sees every value of an unquantized view whose element type has a
+    /// Rust equivalent, read as a typed slice (one dispatch on the type,
+    /// not one per value); false for the other types.
+    fn of_typed(&mut self, view: &CsfView<'_>) -> bool {
+        use hurray_format::ElementType as E;
+        match view.element_type() {
+            E::F64 => self.of::<f64>(view, |v| v),
+            E::F32 => self.of::<f32>(view, f64::from),
+            E::I8 => self.of::<i8>(view, f64::from),
+            E::I16 => self.of::<i16>(view, f64::from),
+            E::I32 => self.of::<i32>(view, f64::from),
+            E::I64 => self.of::<i64>(view, |v| v as f64),
+            E::U8 => self.of::<u8>(view, f64::from),
+            E::U16 => self.of::<u16>(view, f64::from),
+            E::U32 => self.of::<u32>(view, f64::from),
+            E::U64 => self.of::<u64>(view, |v| v as f64),
+            _ => false,
+        }
+    }
+
+    fn of<T: csf_core::Element>(&mut self, view: &CsfView<'_>, to_f64: impl Fn(T) -> f64) -> bool {
+        let Ok(typed) = view.typed_values::<T>() else { return false };
+        let nnz = usize::try_from(view.nnz()).unwrap_or(usize::MAX);
+        match typed.as_native() {
+            Some(slice) => slice.iter().take(nnz).for_each(|&v| self.see(to_f64(v))),
+            None => typed.iter().take(nnz).for_each(|v| self.see(to_f64(v))),
+        }
+        true
+    }
 }
 
 /// The smallest shape that holds every coordinate of `indices` (rank
