@@ -3,10 +3,9 @@
 //! Files are often written sorted (every real tensor in the project's data
 //! is), and sorting sorted input with the radix sort costs as much as sorting
 //! random input. Input in storage order is built as it is read, in one pass
-//! ([`Walk::one_pass`]: the leaf level and the values reserved at the
-//! input's length, the upper levels grown as they fill and cut to size);
-//! the first entry out of order ends that pass, within a few entries on
-//! random input. Then a second linear scan tells how far from sorted the input is: it walks the kept entries in input
+//! ([`Walk::one_pass`]: every array reserved at the most nodes its level
+//! can have and cut to size), once its first [`ONE_PASS_PROBE`] entries
+//! are in order; the first entry out of order ends that pass. Then a second linear scan tells how far from sorted the input is: it walks the kept entries in input
 //! order and keeps the longest run it can of entries whose storage-order
 //! tuples never decrease, setting aside the others ("strays"), and while no
 //! entry has strayed it also counts each level's nodes. When there are no
@@ -36,6 +35,10 @@ use crate::{BuildError, Duplicates, Indices, Options, Source};
 
 /// At most a `MAX_STRAYS`th of the entries may be strays.
 const MAX_STRAYS: usize = 64;
+
+/// How many leading entries must be in order before the one-pass walk
+/// reserves its arrays.
+const ONE_PASS_PROBE: usize = 64;
 
 /// The tree's levels (`(pos_L, crd_L)`), and the values in leaf order as slots.
 pub(crate) type Output = (Vec<(Vec<u64>, Vec<u64>)>, Vec<u8>);
@@ -254,10 +257,8 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
     /// The tree of input already in storage order, written as it is read;
     /// `Ok(None)` at the first entry out of order or outside the shape.
     ///
-    /// The arrays grow as they are written: the leaf level and the values
-    /// are reserved at the input's length (exact unless duplicates merge or
-    /// zeros drop), the upper levels, usually far smaller, grow by doubling
-    /// and are cut to size at the end. `W` is the value width (0: the
+    /// Every array is reserved at its largest possible size and cut to what
+    /// was written at the end. `W` is the value width (0: the
     /// slots' own). The same tree as [`Walk::write`] of the run.
     fn one_pass<const W: usize>(&self) -> Result<Option<Output>, BuildError> {
         let rank = self.rank();
@@ -265,11 +266,27 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         let slots = self.input.slots;
         let width = if W == 0 { slots.width } else { W };
         let duplicates = self.input.options.duplicates;
-        let mut crds: Vec<Vec<u64>> = (0..rank).map(|_| Vec::new()).collect();
-        let mut poss: Vec<Vec<u64>> = (0..rank).map(|_| Vec::new()).collect();
-        if let Some(leaves) = crds.last_mut() {
-            leaves.reserve_exact(len);
+        if !self.starts_sorted(ONE_PASS_PROBE) {
+            return Ok(None);
         }
+        // Level L holds at most min(len, extent_0 * .. * extent_L) nodes, and
+        // pos_L one more than level L - 1: each array is reserved at its
+        // bound, written without ever moving, and cut to size at the end.
+        // Only the pages written are ever touched (a large reservation is a
+        // memory map whose untouched tail costs no memory and is unmapped by
+        // the cut), where growing an array copied it several times over.
+        let mut bound = 1usize;
+        let bounds: Vec<usize> = self.extents[..rank]
+            .iter()
+            .map(|&extent| {
+                bound = bound.saturating_mul(usize::try_from(extent).unwrap_or(usize::MAX)).min(len);
+                bound
+            })
+            .collect();
+        let mut crds: Vec<Vec<u64>> = bounds.iter().map(|&n| Vec::with_capacity(n)).collect();
+        let mut poss: Vec<Vec<u64>> = (0..rank)
+            .map(|level| Vec::with_capacity(if level == 0 { 2 } else { bounds[level - 1] + 1 }))
+            .collect();
         let mut values: Vec<u8> = Vec::with_capacity(len * width);
         let mut prev: Option<usize> = None;
         let mut first_duplicate = None;
@@ -307,9 +324,9 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             for level in split..rank {
                 if level > split {
                     // The node just opened at level - 1 starts its children here.
-                    grow_push(&mut poss[level], crds[level].len() as u64);
+                    poss[level].push(crds[level].len() as u64);
                 }
-                grow_push(&mut crds[level], self.tuples.get(entry, level));
+                crds[level].push(self.tuples.get(entry, level));
             }
             // A fixed-width copy: a `memcpy` call per value would cost more
             // than the rest of the loop.
@@ -332,6 +349,23 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         }
         values.shrink_to_fit();
         Ok(Some((poss.into_iter().zip(crds).collect(), values)))
+    }
+
+    /// Whether the first `probe` entries (the kept ones) lie inside the
+    /// shape and never decrease: random input fails within a few entries,
+    /// before [`Walk::one_pass`] reserves its arrays.
+    fn starts_sorted(&self, probe: usize) -> bool {
+        let mut prev = None;
+        for entry in 0..probe.min(self.input.source.len) {
+            let (order, _, inside) = self.step(prev, entry);
+            if !inside || order == Ordering::Less {
+                return false;
+            }
+            if self.kept(entry) {
+                prev = Some(entry);
+            }
+        }
+        true
     }
 
     /// The run's tally and the strays sorted in storage order (a stray's
@@ -482,18 +516,6 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         }
         Ok(opened)
     }
-}
-
-/// Pushes `x`, growing a full `v` by an eighth (at least 4096 elements)
-/// rather than doubling it: an upper level of a one-pass build is cut to
-/// size only at the end, and its spare room would raise the build's peak.
-/// Large arrays are memory-mapped, where growing moves no data.
-#[inline(always)]
-fn grow_push(v: &mut Vec<u64>, x: u64) {
-    if v.len() == v.capacity() {
-        v.reserve_exact((v.capacity() / 8).max(4096));
-    }
-    v.push(x);
 }
 
 /// `v` cut to `len` elements, its spare memory returned when there is any.
