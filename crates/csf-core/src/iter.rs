@@ -759,14 +759,16 @@ mod tests {
         ) {
             let shape: &[u64] = if rank4 { &[3, 4, 5, 6] } else { &[4, 6, 9] };
             let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
-            let mut arrays = Arrays::synthetic(shape, &order, 120, None, seed);
+            let mut levels = Arrays::synthetic(shape, &order, 120, None, seed).levels;
             let rank = shape.len();
             for (leaf, at, value) in damage {
-                let pos = &mut arrays.levels[if leaf { rank - 1 } else { rank - 2 }].0;
+                let pos = &mut levels[if leaf { rank - 1 } else { rank - 2 }].0;
                 let i = at.index(pos.len());
                 pos[i] = value;
             }
-            check(&arrays);
+            // A new `Arrays` of the damaged levels: its little-endian copy,
+            // which a big-endian machine views, must be damaged too.
+            check(&Arrays::new(shape, &order, levels));
         }
     }
 }
