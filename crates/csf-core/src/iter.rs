@@ -708,7 +708,7 @@ mod tests {
         ] {
             let arrays = Arrays::synthetic(shape, order, 800, skew, 3);
             let seen = check(&arrays);
-            assert_eq!(seen.len(), arrays.levels.last().unwrap().1.len());
+            assert_eq!(seen.len(), arrays.levels().last().unwrap().1.len());
             assert!(seen.iter().enumerate().all(|(i, (_, leaf))| i == *leaf));
         }
     }
@@ -717,7 +717,7 @@ mod tests {
     fn flat_path_declines_what_the_clamps_would_change() {
         let example = |leaf_pos: Vec<u64>| {
             let spec = Arrays::spec_example();
-            let mut levels = spec.levels;
+            let mut levels = spec.levels().to_vec();
             levels[2].0 = leaf_pos;
             Arrays::new(&spec.shape, &spec.order, levels)
         };
@@ -759,7 +759,7 @@ mod tests {
         ) {
             let shape: &[u64] = if rank4 { &[3, 4, 5, 6] } else { &[4, 6, 9] };
             let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
-            let mut levels = Arrays::synthetic(shape, &order, 120, None, seed).levels;
+            let mut levels = Arrays::synthetic(shape, &order, 120, None, seed).into_levels();
             let rank = shape.len();
             for (leaf, at, value) in damage {
                 let pos = &mut levels[if leaf { rank - 1 } else { rank - 2 }].0;

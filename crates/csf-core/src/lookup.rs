@@ -470,9 +470,10 @@ pub(crate) mod testing {
     pub struct Arrays {
         pub shape: Vec<u64>,
         pub order: Vec<u32>,
-        /// `(pos_L, crd_L)`. Changing them after `new` leaves `le_levels`
-        /// behind: make a new `Arrays` instead.
-        pub levels: Vec<(Vec<u64>, Vec<u64>)>,
+        /// `(pos_L, crd_L)`. Private, with `le_levels` kept beside it: a
+        /// change to one alone would make a big-endian machine view other
+        /// arrays than a little-endian one (make a new `Arrays` instead).
+        levels: Vec<(Vec<u64>, Vec<u64>)>,
         /// The same words in file (little-endian) byte order, which a
         /// big-endian machine views instead (`from_native` is `None` there).
         le_levels: Vec<(Vec<u64>, Vec<u64>)>,
@@ -494,6 +495,16 @@ pub(crate) mod testing {
     }
 
     impl Arrays {
+        /// `(pos_L, crd_L)` per level.
+        pub fn levels(&self) -> &[(Vec<u64>, Vec<u64>)] {
+            &self.levels
+        }
+
+        /// The levels, to change and make a new `Arrays` of.
+        pub fn into_levels(self) -> Vec<(Vec<u64>, Vec<u64>)> {
+            self.levels
+        }
+
         pub fn new(shape: &[u64], order: &[u32], levels: Vec<(Vec<u64>, Vec<u64>)>) -> Self {
             let le = |words: &Vec<u64>| words.iter().map(|w| w.to_le()).collect();
             let le_levels = levels.iter().map(|(p, c)| (le(p), le(c))).collect();
@@ -801,7 +812,7 @@ mod tests {
             let leaf_dim = arrays.order[rank - 1] as usize;
             for (query, r) in queries.chunks(rank).zip(&out) {
                 if let Ok(Some(leaf)) = r {
-                    prop_assert_eq!(arrays.levels[rank - 1].1.get(*leaf).copied(), Some(query[leaf_dim]));
+                    prop_assert_eq!(arrays.levels()[rank - 1].1.get(*leaf).copied(), Some(query[leaf_dim]));
                 }
             }
         }

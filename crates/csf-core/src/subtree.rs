@@ -351,7 +351,7 @@ mod tests {
         // pos_2 gives every level-1 node all four leaves. The sub-tree under
         // i = 0 holds the level-1 nodes 0..2 and so the leaves
         // pos_2[0]..pos_2[2] = 0..0: none, though node 0 claims leaves 0..4.
-        let mut levels = Arrays::spec_example().levels;
+        let mut levels = Arrays::spec_example().into_levels();
         levels[2].0 = vec![0, 4, 0, 4];
         let arrays = Arrays::new(&[2, 3, 4], &[0, 1, 2], levels);
         let view = arrays.view();
