@@ -121,6 +121,10 @@ pub struct Cursor<'v, 'a> {
     coords: [u64; MAX_RANK],
     /// Logical index, plus one spare slot for stray `mode_order` entries.
     index: [u64; MAX_RANK + 1],
+    /// The levels walked, `0..rank`: the view's rank, or fewer when
+    /// [`CsfView::walk`] walks the levels above its two flat loops (so that
+    /// it borrows the view instead of copying a shortened one).
+    rank: usize,
     /// The level the walk starts at and ends at: 0, or a sub-tree's prefix length.
     top: usize,
     level: usize,
@@ -132,15 +136,21 @@ pub struct Cursor<'v, 'a> {
 impl<'v, 'a> Cursor<'v, 'a> {
     /// A cursor before the first non-zero of `view`.
     pub fn new(view: &'v CsfView<'a>) -> Self {
-        Self::scoped(view, &Scope::whole(view), logical_slots(view))
+        Self::scoped(view, &Scope::whole(view), logical_slots(view), view.rank())
     }
 
     /// A cursor before the first non-zero of `scope`, placing level `L`'s
-    /// coordinate at `slots[L]` of the logical index. Out of line, to keep
+    /// coordinate at `slots[L]` of the logical index, over the levels
+    /// `0..rank` (at most the view's rank). Out of line, to keep
     /// `CsfView::walk` small (see there).
     #[inline(never)]
-    pub(crate) fn scoped(view: &'v CsfView<'a>, scope: &Scope<'_>, slots: [u8; MAX_RANK]) -> Self {
-        let rank = view.rank();
+    pub(crate) fn scoped(
+        view: &'v CsfView<'a>,
+        scope: &Scope<'_>,
+        slots: [u8; MAX_RANK],
+        rank: usize,
+    ) -> Self {
+        let rank = rank.min(view.rank());
         let top = scope.level;
         let mut cursor = Self {
             view,
@@ -151,6 +161,7 @@ impl<'v, 'a> Cursor<'v, 'a> {
             limit: [0; MAX_RANK],
             coords: [0; MAX_RANK],
             index: [0; MAX_RANK + 1],
+            rank,
             top,
             level: top,
             started: false,
@@ -204,7 +215,10 @@ impl<'v, 'a> Cursor<'v, 'a> {
         if self.done {
             return false;
         }
-        let last = self.view.rank() - 1;
+        let Some(last) = self.rank.checked_sub(1) else {
+            self.done = true;
+            return false;
+        };
         if self.started {
             self.level = last;
             if let Some(n) = self.node.get_mut(last) {
@@ -248,17 +262,17 @@ impl<'v, 'a> Cursor<'v, 'a> {
 
     /// The current non-zero's logical index (`c[L]` placed at `mode_order[L]`).
     pub fn index(&self) -> &[u64] {
-        self.index.get(..self.view.rank()).unwrap_or(&[])
+        self.index.get(..self.rank).unwrap_or(&[])
     }
 
     /// The current non-zero's coordinates in storage order (`c[0..rank]`).
     pub fn coords(&self) -> &[u64] {
-        self.coords.get(..self.view.rank()).unwrap_or(&[])
+        self.coords.get(..self.rank).unwrap_or(&[])
     }
 
     /// The current non-zero's leaf position (its index into `values`).
     pub fn leaf(&self) -> usize {
-        self.node.get(self.view.rank().saturating_sub(1)).copied().unwrap_or(0)
+        self.node.get(self.rank.saturating_sub(1)).copied().unwrap_or(0)
     }
 
     /// The current non-zero's value, dequantized when the tensor is
@@ -428,9 +442,9 @@ impl<'a> CsfView<'a> {
         // fibers are then scanned as two flat nested loops. A scope whose top
         // is level rank-2 scans its own node range there instead, once (its
         // cursor, over no level, stops nowhere).
-        let mut upper_view = *self;
-        upper_view.truncate_rank(mid);
-        let mut upper = Cursor::scoped(&upper_view, scope, slots);
+        // The cursor walks levels `0..mid` of this view, by reference: a
+        // shortened copy of the view cost 1.9 KiB of stack on a 32-bit target.
+        let mut upper = Cursor::scoped(self, scope, slots, mid);
         let mut top_nodes = (scope.level == mid).then_some(scope.nodes);
         loop {
             let (start, crd) = if let Some((first, end)) = top_nodes.take() {

@@ -207,11 +207,6 @@ impl<'a> CsfView<'a> {
         )
     }
 
-    /// Keeps only the outer `rank` levels (for walking the tree above the leaves).
-    pub(crate) fn truncate_rank(&mut self, rank: usize) {
-        self.rank = self.rank.min(rank);
-    }
-
     /// The rank (number of logical dimensions, and of tree levels).
     pub fn rank(&self) -> usize {
         self.rank
