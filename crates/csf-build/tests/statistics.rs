@@ -8,8 +8,10 @@ use csf_core::{CsfView, Element};
 /// The range `statistics` must report: every value as `f64`, NaNs skipped.
 fn expected_range(view: &CsfView<'_>) -> (Option<f64>, Option<f64>) {
     let values = view.values();
-    let seen: Vec<f64> =
-        (0..view.nnz() as usize).filter_map(|leaf| values.get_raw_f64(leaf)).filter(|v| !v.is_nan()).collect();
+    let seen: Vec<f64> = (0..view.nnz() as usize)
+        .filter_map(|leaf| values.get_raw_f64(leaf))
+        .filter(|v| !v.is_nan())
+        .collect();
     let min = seen.iter().copied().reduce(f64::min);
     let max = seen.iter().copied().reduce(f64::max);
     (min, max)

@@ -32,12 +32,11 @@ impl<'a> Quantized<'a> {
     /// parameter buffers; `None` when the tensor is not quantized or a
     /// parameter buffer is missing (validation reports that).
     pub fn from_container(container: &Container<'a>) -> Option<Self> {
-        let d = container.descriptor();
-        let q = d.quantization?;
-        let first = csf::buffer_count(d.rank());
-        let scales = Values::new(q.scale_type, container.buffer(first)?);
+        let q = container.quantization()?;
+        let mut params = container.buffers().skip(csf::buffer_count(container.rank()));
+        let scales = Values::new(q.scale_type, params.next()?);
         let zero_points = match q.zero_point_type {
-            Some(ty) => Some(Values::new(ty, container.buffer(first + 1)?)),
+            Some(ty) => Some(Values::new(ty, params.next()?)),
             None => None,
         };
         Some(Self { scheme: q.scheme, axis: q.axis as usize, block_size: q.block_size, scales, zero_points })
@@ -143,13 +142,24 @@ mod tests {
             operands.extend([Value::F16(b), Value::BF16(b)]);
         }
         for b in 0..=u8::MAX {
-            operands.extend([Value::F8E4M3(b), Value::F8E5M2(b), Value::E8M0(b), Value::U8(b), Value::I8(b as i8)]);
+            operands.extend([
+                Value::F8E4M3(b),
+                Value::F8E5M2(b),
+                Value::E8M0(b),
+                Value::U8(b),
+                Value::I8(b as i8),
+            ]);
         }
         for b in 0..64 {
             operands.extend([Value::F6E2M3(b), Value::F6E3M2(b)]);
         }
         for b in 0..16 {
-            operands.extend([Value::F4E2M1(b), Value::Nf4(b), Value::U4(b), Value::I4(((b << 4) as i8) >> 4)]);
+            operands.extend([
+                Value::F4E2M1(b),
+                Value::Nf4(b),
+                Value::U4(b),
+                Value::I4(((b << 4) as i8) >> 4),
+            ]);
         }
         for v in [0.0f32, -0.0, 1.5, f32::MAX, f32::MIN_POSITIVE, 1e-45, f32::INFINITY, f32::NAN] {
             operands.push(Value::F32(v));

@@ -141,30 +141,37 @@ impl<'a> CsfView<'a> {
     // holding it both stayed in the caller's frame for the whole validation.
     #[inline(never)]
     pub fn from_container(container: &Container<'a>) -> Result<Self, ViewError> {
-        let d = container.descriptor();
-        if d.layout != LayoutTag::CSF {
-            return Err(ViewError::NotCsf(d.layout));
+        if container.layout() != LayoutTag::CSF {
+            return Err(ViewError::NotCsf(container.layout()));
         }
-        let rank = d.rank();
+        let rank = container.rank();
         let needed = csf::buffer_count(rank);
         let count = container.buffer_count();
-        let buffer = |index: usize| {
-            container.buffer(index).ok_or(ViewError::MissingBuffer { index: count.min(index), count, needed })
-        };
-        let array = |index: usize| {
-            let bytes = buffer(index)?;
-            U64Array::new(bytes).ok_or(ViewError::NotU64Array { index, len: bytes.len() })
-        };
-        check_shape(rank, d.mode_order.len())?;
+        check_shape(rank, container.mode_order().len())?;
         if count < needed {
             return Err(ViewError::MissingBuffer { index: count, count, needed });
         }
-        let values = Values::new(d.element_type, buffer(csf::VALUES_BUFFER)?);
-        // The levels are filled in place: a view is 1.9 KiB on a 32-bit
-        // target, and a separate array moved into it cost its own 1 KiB of stack.
-        let mut view = Self::assemble(&d.shape, &d.mode_order, d.nnz, [Level::default(); MAX_RANK], values);
-        for (level, slot) in view.levels.iter_mut().enumerate().take(rank) {
-            *slot = Level { pos: array(csf::pos_buffer(level))?, crd: array(csf::crd_buffer(level))? };
+        // One pass over the buffer table (the container reads its rows in
+        // place): values, then `pos_L`, `crd_L` per level.
+        let mut buffers = container.buffers().enumerate();
+        let values = buffers.next().map_or(&[][..], |(_, bytes)| bytes);
+        let values = Values::new(container.element_type(), values);
+        let mut array = || {
+            let (index, bytes) = buffers.next().unwrap_or((count, &[]));
+            U64Array::new(bytes).ok_or(ViewError::NotU64Array { index, len: bytes.len() })
+        };
+        // The view is filled in place: it is 1.9 KiB on a 32-bit target,
+        // and a separate array moved into it cost its own 1 KiB of stack.
+        let mut view = Self::assemble(&[], &[], container.nnz(), [Level::default(); MAX_RANK], values);
+        view.rank = rank;
+        for (dst, src) in view.shape.iter_mut().zip(container.shape()) {
+            *dst = src;
+        }
+        for (dst, src) in view.mode_order.iter_mut().zip(container.mode_order()) {
+            *dst = src;
+        }
+        for slot in view.levels.iter_mut().take(rank) {
+            *slot = Level { pos: array()?, crd: array()? };
         }
         view.quantization = Quantized::from_container(container);
         Ok(view)

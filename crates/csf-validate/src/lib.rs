@@ -115,7 +115,7 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
     let mut slot = None;
     let view = structure::open(container, &mut slot)?;
     let mut sink = sink::FailFast::default();
-    let _ = structure::check_rules(container.descriptor(), view, Mode::Strict, &mut sink);
+    let _ = structure::check_rules(container, view, Mode::Strict, &mut sink);
     match sink.0 {
         None => Ok(ValidCsf { view: *view }),
         Some(v) => Err(v),
@@ -140,7 +140,7 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// // only strict validation checks.
 /// let bytes = spec_example();
 /// let container = hurray_format::Container::decode(&bytes)?;
-/// let mut descriptor = *container.descriptor();
+/// let mut descriptor = container.descriptor();
 /// descriptor.mode_order = hurray_format::ModeOrder::from_slice(&[0, 0, 2]).unwrap();
 /// let buffers: Vec<&[u8]> = (0..7).map(|b| container.buffer(b).unwrap()).collect();
 /// let bytes = hurray_format::encode_to_vec(&descriptor, &buffers)?;
@@ -158,7 +158,7 @@ pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>,
     let mut slot = None;
     let view = structure::open(container, &mut slot)?;
     let mut sink = sink::FailFast::default();
-    let _ = structure::check_rules(container.descriptor(), view, Mode::Permissive, &mut sink);
+    let _ = structure::check_rules(container, view, Mode::Permissive, &mut sink);
     match sink.0 {
         None => Ok(*view),
         Some(v) => Err(v),
