@@ -141,18 +141,27 @@ impl<'v, 'a> Cursor<'v, 'a> {
 
     /// A cursor before the first non-zero of `scope`, placing level `L`'s
     /// coordinate at `slots[L]` of the logical index, over the levels
-    /// `0..rank` (at most the view's rank). Out of line, to keep
-    /// `CsfView::walk` small (see there).
-    #[inline(never)]
+    /// `0..rank` (at most the view's rank). Always inlined, over two steps
+    /// that are not (to keep `CsfView::walk` small, see there): so that the
+    /// cursor, 2.1 KiB on a 32-bit target, is built where the caller keeps
+    /// it, not built in a frame of its own and copied out.
+    #[inline(always)]
     pub(crate) fn scoped(
         view: &'v CsfView<'a>,
         scope: &Scope<'_>,
         slots: [u8; MAX_RANK],
         rank: usize,
     ) -> Self {
-        let rank = rank.min(view.rank());
-        let top = scope.level;
-        let mut cursor = Self {
+        let mut cursor = Self::blank(view, slots, rank.min(view.rank()), scope.level);
+        cursor.start(scope);
+        cursor
+    }
+
+    /// A cursor at no node, over levels `0..rank`, starting at level `top`.
+    /// A literal in tail position: written straight into the return slot.
+    #[inline(never)]
+    fn blank(view: &'v CsfView<'a>, slots: [u8; MAX_RANK], rank: usize, top: usize) -> Self {
+        Self {
             view,
             slots,
             node: [0; MAX_RANK],
@@ -167,24 +176,29 @@ impl<'v, 'a> Cursor<'v, 'a> {
             started: false,
             done: top >= rank,
             steps: 0,
-        };
+        }
+    }
+
+    /// Places a [`Cursor::blank`] cursor before the first non-zero of `scope`.
+    #[inline(never)]
+    fn start(&mut self, scope: &Scope<'_>) {
+        let (view, rank, top) = (self.view, self.rank, self.top);
         for (level, &coord) in scope.prefix.iter().enumerate().take(top) {
-            cursor.set(level, coord);
+            self.set(level, coord);
         }
         let (start, end) = scope.nodes;
-        if let (Some(n), Some(e)) = (cursor.node.get_mut(top), cursor.end.get_mut(top)) {
+        if let (Some(n), Some(e)) = (self.node.get_mut(top), self.end.get_mut(top)) {
             *n = start;
             *e = end.max(start);
         }
         let mut range = scope.nodes;
         for level in top + 1..rank {
             range = scope.below(view, level, range);
-            if let (Some(h), Some(l)) = (cursor.high.get_mut(level), cursor.limit.get_mut(level)) {
+            if let (Some(h), Some(l)) = (self.high.get_mut(level), self.limit.get_mut(level)) {
                 *h = range.0;
                 *l = range.1;
             }
         }
-        cursor
     }
 
     /// Opens the child slice of `parent` at `level`, clamped (see the module docs).
@@ -444,7 +458,11 @@ impl<'a> CsfView<'a> {
         // cursor, over no level, stops nowhere).
         // The cursor walks levels `0..mid` of this view, by reference: a
         // shortened copy of the view cost 1.9 KiB of stack on a 32-bit target.
-        let mut upper = Cursor::scoped(self, scope, slots, mid);
+        // Built in place (blank, then started), not through `Cursor::scoped`:
+        // a cursor moved out of a constructor was built and then copied,
+        // 2.1 KiB more stack on a 32-bit target.
+        let mut upper = Cursor::blank(self, slots, mid.min(rank), scope.level);
+        upper.start(scope);
         let mut top_nodes = (scope.level == mid).then_some(scope.nodes);
         loop {
             let (start, crd) = if let Some((first, end)) = top_nodes.take() {

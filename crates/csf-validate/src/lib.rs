@@ -112,13 +112,27 @@ impl<'a> Deref for ValidCsf<'a> {
 // per file, and inlined its 1.9 KiB view stayed in the caller's frame.
 #[inline(never)]
 pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
-    let mut slot = None;
-    let view = structure::open(container, &mut slot)?;
+    // The result is the local returned, with the view read into it in
+    // place: built in the caller's slot, not here and then copied there.
+    let mut out = Ok(ValidCsf { view: CsfView::empty() });
+    if let Ok(valid) = &mut out {
+        if let Some(v) = first_violation(container, &mut valid.view, Mode::Strict) {
+            out = Err(v);
+        }
+    }
+    out
+}
+
+/// Reads `container` into `view` and checks it in `mode`, up to the first
+/// violation.
+fn first_violation<'a>(container: &Container<'a>, view: &mut CsfView<'a>, mode: Mode) -> Option<Violation> {
     let mut sink = sink::FailFast::default();
-    let _ = structure::check_rules(container, view, Mode::Strict, &mut sink);
-    match sink.0 {
-        None => Ok(ValidCsf { view: *view }),
-        Some(v) => Err(v),
+    match view.read_container(container) {
+        Ok(()) => {
+            let _ = structure::check_rules(container, view, mode, &mut sink);
+            sink.0
+        }
+        Err(e) => Some(structure::structural(e)),
     }
 }
 
@@ -155,14 +169,14 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// The structural [`Violation`] that makes a view impossible.
 #[inline(never)]
 pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>, Violation> {
-    let mut slot = None;
-    let view = structure::open(container, &mut slot)?;
-    let mut sink = sink::FailFast::default();
-    let _ = structure::check_rules(container, view, Mode::Permissive, &mut sink);
-    match sink.0 {
-        None => Ok(*view),
-        Some(v) => Err(v),
+    // As `validate`: the view read in place into the result.
+    let mut out = Ok(CsfView::empty());
+    if let Ok(view) = &mut out {
+        if let Some(v) = first_violation(container, view, Mode::Permissive) {
+            out = Err(v);
+        }
     }
+    out
 }
 
 /// Strictly validates a view built from parts (no descriptor): `mode_order`,
