@@ -141,25 +141,18 @@ impl<'a> Reader<'a> {
         Ok(ListAt { at, len })
     }
 
-    /// An optional section whose presence must agree with its flag.
-    fn section<T>(
-        &mut self,
-        flags: Flags,
-        flag: u32,
-        name: &'static str,
-        body: impl FnOnce(&mut Self) -> Result<T, DecodeError>,
-    ) -> Result<Option<T>, DecodeError> {
+    /// Whether an optional section is present, which must agree with its
+    /// flag. Not generic over the section's body (the caller reads that):
+    /// one copy of this check instead of one per section, which was 1 KiB
+    /// of flash on a Cortex-M4.
+    fn section(&mut self, flags: Flags, flag: u32, name: &'static str) -> Result<bool, DecodeError> {
         let offset = self.offset();
         let present = self.option(name)?;
         let flag_set = flags.contains(flag);
         if present != flag_set {
             return Err(DecodeError::FlagMismatch { offset, flag: name, flag_set });
         }
-        if present {
-            body(self).map(Some)
-        } else {
-            Ok(None)
-        }
+        Ok(present)
     }
 }
 
@@ -193,19 +186,21 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Header, Dec
         r.u64()?;
         r.u8().map(drop)
     })?;
-    let statistics = r.section(flags, Flags::HAS_STATISTICS, "statistics", |r| {
-        Ok(Statistics {
+    let statistics = if r.section(flags, Flags::HAS_STATISTICS, "statistics")? {
+        Some(Statistics {
             nnz: r.u64()?,
             sparsity_ratio: r.f64()?,
             min: if r.option("statistics.min")? { Some(r.f64()?) } else { None },
             max: if r.option("statistics.max")? { Some(r.f64()?) } else { None },
         })
-    })?;
-    let quantization = r.section(flags, Flags::HAS_QUANTIZATION, "quantization", |r| {
+    } else {
+        None
+    };
+    let quantization = if r.section(flags, Flags::HAS_QUANTIZATION, "quantization")? {
         let offset = r.offset();
         let code = r.u8()?;
         let scheme = QuantScheme::from_code(code).ok_or(DecodeError::UnknownQuantScheme { offset, code })?;
-        Ok(Quantization {
+        Some(Quantization {
             scheme,
             axis: r.u32()?,
             block_size: r.u64()?,
@@ -216,11 +211,15 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Header, Dec
                 None
             },
         })
-    })?;
-    let shard = r.section(flags, Flags::IS_SHARD, "shard", |r| {
+    } else {
+        None
+    };
+    let shard = if r.section(flags, Flags::IS_SHARD, "shard")? {
         let (index, count) = (r.u64()?, r.u64()?);
-        Ok((index, count, r.list("shard.shard_offset", MAX_RANK, |r| r.u64().map(drop))?))
-    })?;
+        Some((index, count, r.list("shard.shard_offset", MAX_RANK, |r| r.u64().map(drop))?))
+    } else {
+        None
+    };
 
     if r.pos != bytes.len() {
         return Err(DecodeError::DescriptorTrailingBytes { offset: r.offset(), count: bytes.len() - r.pos });
