@@ -254,7 +254,7 @@ impl<'a> CsfView<'a> {
             nnz: 0,
             shape: [0; MAX_RANK],
             mode_order,
-            levels: [Level::default(); MAX_RANK],
+            levels: [Level { pos: U64Array::EMPTY, crd: U64Array::EMPTY }; MAX_RANK],
             values: Values::new(ElementType::U8, &[]),
             quantization: None,
         }
