@@ -204,7 +204,8 @@ impl<'a> CsfView<'a> {
         for (dst, src) in self.shape.iter_mut().zip(container.shape().chain(core::iter::repeat(0))) {
             *dst = src;
         }
-        for (dst, src) in self.mode_order.iter_mut().zip(container.mode_order().chain(core::iter::repeat(0))) {
+        for (dst, src) in self.mode_order.iter_mut().zip(container.mode_order().chain(core::iter::repeat(0)))
+        {
             *dst = src;
         }
         for (level, slot) in self.levels.iter_mut().enumerate() {

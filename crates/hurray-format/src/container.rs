@@ -52,8 +52,8 @@ pub const fn align_up(n: u64) -> Option<u64> {
 ///
 /// It keeps the descriptor's fixed fields and reads its lists (the shape, the
 /// mode order, the buffer table) from the input when asked ([`Container::shape`],
-/// [`Container::buffer_entries`], ...), so that it is small: about 150 bytes
-/// on a 32-bit target, where a [`Descriptor`] with its lists copied at their
+/// [`Container::buffer_entries`], ...), so that it is small: 160 bytes on a
+/// 32-bit target, where a [`Descriptor`] with its lists copied at their
 /// caps is 4.7 KiB. [`Container::descriptor`] builds that whole descriptor,
 /// for code that wants it as a value (to change it and encode it again, say).
 #[derive(Clone, Copy, Debug)]

@@ -16,9 +16,9 @@ use crate::limits::{MAX_BUFFERS, MAX_RANK};
 use crate::lists::ListAt;
 
 /// A decoded descriptor as a [`crate::Container`] keeps it: its fixed
-/// fields, and where each list lies in the input (`crate::lists`), a
-/// hundred-odd bytes instead of the 4.7 KiB of a [`crate::Descriptor`] on a
-/// 32-bit target.
+/// fields, and where each list lies in the input (`crate::lists`). With the
+/// input slice that is a 160-byte container on a 32-bit target, instead of
+/// the 4.7 KiB of a [`crate::Descriptor`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Header {
     pub(crate) layout: LayoutTag,
