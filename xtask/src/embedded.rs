@@ -23,21 +23,24 @@ struct Board {
 
 /// The budgets are the measured figures plus a little room, so that a change
 /// that grows the code or the stack fails here; docs/benchmarks.md records
-/// the measurements and why they are above the 16 KiB / 2 KiB.
+/// the measurements and why they are above the 16 KiB / 2 KiB
+/// (what takes the space and what it would take).
 const BOARDS: &[Board] = &[
     Board {
         target: "thumbv7em-none-eabihf",
         core: "Cortex-M4F (mps2-an386)",
         qemu: &["-machine", "mps2-an386", "-cpu", "cortex-m4"],
-        flash_budget: 23 * 1024,
-        stack_budget: 16 * 1024,
+        // Measured 21,180 B and 6,388 B (2026-12-01).
+        flash_budget: 22 * 1024,
+        stack_budget: 7 * 1024,
     },
     Board {
         target: "thumbv6m-none-eabi",
         core: "Cortex-M0 (microbit)",
         qemu: &["-machine", "microbit"],
-        flash_budget: 26 * 1024,
-        stack_budget: 16 * 1024,
+        // Measured 24,988 B and 6,724 B (2026-12-01).
+        flash_budget: 25 * 1024 + 512,
+        stack_budget: 7 * 1024 + 512,
     },
 ];
 

@@ -121,6 +121,10 @@ pub struct Cursor<'v, 'a> {
     coords: [u64; MAX_RANK],
     /// Logical index, plus one spare slot for stray `mode_order` entries.
     index: [u64; MAX_RANK + 1],
+    /// The levels walked, `0..rank`: the view's rank, or fewer when
+    /// [`CsfView::walk`] walks the levels above its two flat loops (so that
+    /// it borrows the view instead of copying a shortened one).
+    rank: usize,
     /// The level the walk starts at and ends at: 0, or a sub-tree's prefix length.
     top: usize,
     level: usize,
@@ -132,17 +136,32 @@ pub struct Cursor<'v, 'a> {
 impl<'v, 'a> Cursor<'v, 'a> {
     /// A cursor before the first non-zero of `view`.
     pub fn new(view: &'v CsfView<'a>) -> Self {
-        Self::scoped(view, &Scope::whole(view), logical_slots(view))
+        Self::scoped(view, &Scope::whole(view), logical_slots(view), view.rank())
     }
 
     /// A cursor before the first non-zero of `scope`, placing level `L`'s
-    /// coordinate at `slots[L]` of the logical index. Out of line, to keep
-    /// `CsfView::walk` small (see there).
+    /// coordinate at `slots[L]` of the logical index, over the levels
+    /// `0..rank` (at most the view's rank). Always inlined, over two steps
+    /// that are not (to keep `CsfView::walk` small, see there): so that the
+    /// cursor, 2.1 KiB on a 32-bit target, is built where the caller keeps
+    /// it, not built in a frame of its own and copied out.
+    #[inline(always)]
+    pub(crate) fn scoped(
+        view: &'v CsfView<'a>,
+        scope: &Scope<'_>,
+        slots: [u8; MAX_RANK],
+        rank: usize,
+    ) -> Self {
+        let mut cursor = Self::blank(view, slots, rank.min(view.rank()), scope.level);
+        cursor.start(scope);
+        cursor
+    }
+
+    /// A cursor at no node, over levels `0..rank`, starting at level `top`.
+    /// A literal in tail position: written straight into the return slot.
     #[inline(never)]
-    pub(crate) fn scoped(view: &'v CsfView<'a>, scope: &Scope<'_>, slots: [u8; MAX_RANK]) -> Self {
-        let rank = view.rank();
-        let top = scope.level;
-        let mut cursor = Self {
+    fn blank(view: &'v CsfView<'a>, slots: [u8; MAX_RANK], rank: usize, top: usize) -> Self {
+        Self {
             view,
             slots,
             node: [0; MAX_RANK],
@@ -151,29 +170,35 @@ impl<'v, 'a> Cursor<'v, 'a> {
             limit: [0; MAX_RANK],
             coords: [0; MAX_RANK],
             index: [0; MAX_RANK + 1],
+            rank,
             top,
             level: top,
             started: false,
             done: top >= rank,
             steps: 0,
-        };
+        }
+    }
+
+    /// Places a [`Cursor::blank`] cursor before the first non-zero of `scope`.
+    #[inline(never)]
+    fn start(&mut self, scope: &Scope<'_>) {
+        let (view, rank, top) = (self.view, self.rank, self.top);
         for (level, &coord) in scope.prefix.iter().enumerate().take(top) {
-            cursor.set(level, coord);
+            self.set(level, coord);
         }
         let (start, end) = scope.nodes;
-        if let (Some(n), Some(e)) = (cursor.node.get_mut(top), cursor.end.get_mut(top)) {
+        if let (Some(n), Some(e)) = (self.node.get_mut(top), self.end.get_mut(top)) {
             *n = start;
             *e = end.max(start);
         }
         let mut range = scope.nodes;
         for level in top + 1..rank {
             range = scope.below(view, level, range);
-            if let (Some(h), Some(l)) = (cursor.high.get_mut(level), cursor.limit.get_mut(level)) {
+            if let (Some(h), Some(l)) = (self.high.get_mut(level), self.limit.get_mut(level)) {
                 *h = range.0;
                 *l = range.1;
             }
         }
-        cursor
     }
 
     /// Opens the child slice of `parent` at `level`, clamped (see the module docs).
@@ -204,7 +229,10 @@ impl<'v, 'a> Cursor<'v, 'a> {
         if self.done {
             return false;
         }
-        let last = self.view.rank() - 1;
+        let Some(last) = self.rank.checked_sub(1) else {
+            self.done = true;
+            return false;
+        };
         if self.started {
             self.level = last;
             if let Some(n) = self.node.get_mut(last) {
@@ -248,17 +276,17 @@ impl<'v, 'a> Cursor<'v, 'a> {
 
     /// The current non-zero's logical index (`c[L]` placed at `mode_order[L]`).
     pub fn index(&self) -> &[u64] {
-        self.index.get(..self.view.rank()).unwrap_or(&[])
+        self.index.get(..self.rank).unwrap_or(&[])
     }
 
     /// The current non-zero's coordinates in storage order (`c[0..rank]`).
     pub fn coords(&self) -> &[u64] {
-        self.coords.get(..self.view.rank()).unwrap_or(&[])
+        self.coords.get(..self.rank).unwrap_or(&[])
     }
 
     /// The current non-zero's leaf position (its index into `values`).
     pub fn leaf(&self) -> usize {
-        self.node.get(self.view.rank().saturating_sub(1)).copied().unwrap_or(0)
+        self.node.get(self.rank.saturating_sub(1)).copied().unwrap_or(0)
     }
 
     /// The current non-zero's value, dequantized when the tensor is
@@ -404,18 +432,19 @@ impl<'a> CsfView<'a> {
         let (Some(last), Some(mid)) = (rank.checked_sub(1), rank.checked_sub(2)) else { return };
         let slots = logical_slots(self);
         let slot = |level: usize| if LOGICAL { slot_of(&slots, level) } else { level };
-        let mut out = [0; MAX_RANK + 1];
-        for (level, &coord) in scope.prefix.iter().enumerate().take(scope.level) {
-            if let Some(o) = out.get_mut(slot(level)) {
-                *o = coord;
-            }
-        }
         let mut fibers = Fibers {
             mid: Fiberwise::new(self.level(mid).unwrap_or_default(), slot(mid), scope.range(self, mid)),
             leaf: Fiberwise::new(self.level(last).unwrap_or_default(), slot(last), scope.range(self, last)),
-            out,
+            // Zeroed in place and then filled: an index built apart and
+            // moved in was 520 more bytes of stack on a 32-bit target.
+            out: [0; MAX_RANK + 1],
             rank,
         };
+        for (level, &coord) in scope.prefix.iter().enumerate().take(scope.level) {
+            if let Some(o) = fibers.out.get_mut(slot(level)) {
+                *o = coord;
+            }
+        }
         if scope.level >= last {
             // A sub-tree of leaves alone: its prefix names every level but the last.
             if scope.level == last {
@@ -428,9 +457,13 @@ impl<'a> CsfView<'a> {
         // fibers are then scanned as two flat nested loops. A scope whose top
         // is level rank-2 scans its own node range there instead, once (its
         // cursor, over no level, stops nowhere).
-        let mut upper_view = *self;
-        upper_view.truncate_rank(mid);
-        let mut upper = Cursor::scoped(&upper_view, scope, slots);
+        // The cursor walks levels `0..mid` of this view, by reference: a
+        // shortened copy of the view cost 1.9 KiB of stack on a 32-bit target.
+        // Built in place (blank, then started), not through `Cursor::scoped`:
+        // a cursor moved out of a constructor was built and then copied,
+        // 2.1 KiB more stack on a 32-bit target.
+        let mut upper = Cursor::blank(self, slots, mid.min(rank), scope.level);
+        upper.start(scope);
         let mut top_nodes = (scope.level == mid).then_some(scope.nodes);
         loop {
             let (start, crd) = if let Some((first, end)) = top_nodes.take() {

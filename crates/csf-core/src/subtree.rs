@@ -201,7 +201,7 @@ impl<'v, 'a> Subtree<'v, 'a> {
     /// A cursor over its entries in leaf order, which stops when it has left
     /// the sub-tree; [`Cursor::index`] and [`Cursor::coords`] include the prefix.
     pub fn cursor(&self) -> Cursor<'v, 'a> {
-        Cursor::scoped(self.view, &self.scope(), logical_slots(self.view))
+        Cursor::scoped(self.view, &self.scope(), logical_slots(self.view), self.view.rank())
     }
 
     /// Its entries as `([u64; R], value)` pairs in leaf order, as

@@ -83,6 +83,37 @@ impl Value {
         }
     }
 
+    /// The value as `f32`, rounded to nearest (exact for every type but
+    /// `i32`/`u32`/`i64`/`u64` beyond 2^24 and `f64`). NF4 codes give their
+    /// level in `[-1, 1]`, before any scaling. Dequantization (`docs/format.md`
+    /// § 5.7.3: binary32 arithmetic) reads its operands with this, so that no
+    /// double-precision arithmetic is on the value path: on an FPU that has
+    /// single precision only (a Cortex-M4F) that is software, and flash.
+    pub fn to_f32(self) -> f32 {
+        match self {
+            Value::Bool(v) => f32::from(u8::from(v)),
+            Value::I8(v) | Value::I4(v) => f32::from(v),
+            Value::I16(v) => f32::from(v),
+            Value::I32(v) => v as f32,
+            Value::I64(v) => v as f32,
+            Value::U8(v) | Value::U4(v) => f32::from(v),
+            Value::U16(v) => f32::from(v),
+            Value::U32(v) => v as f32,
+            Value::U64(v) => v as f32,
+            Value::F16(b) => scalar::f16_to_f32(b),
+            Value::BF16(b) => scalar::bf16_to_f32(b),
+            Value::F32(v) => v,
+            Value::F64(v) => v as f32,
+            Value::F8E4M3(b) => scalar::f8e4m3_to_f32(b),
+            Value::F8E5M2(b) => scalar::f8e5m2_to_f32(b),
+            Value::E8M0(b) => scalar::e8m0_to_f32(b),
+            Value::F6E2M3(b) => scalar::f6e2m3_to_f32(b),
+            Value::F6E3M2(b) => scalar::f6e3m2_to_f32(b),
+            Value::F4E2M1(b) => scalar::f4e2m1_to_f32(b),
+            Value::Nf4(b) => scalar::nf4_to_f32(b),
+        }
+    }
+
     /// The zero of `element_type`: what an implicit (unstored) element holds.
     pub fn zero(element_type: ElementType) -> Value {
         decode(element_type, [0; 8])

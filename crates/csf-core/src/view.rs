@@ -139,35 +139,80 @@ impl<'a> CsfView<'a> {
     // Out of line: it runs once per file, and inlined into a caller (with
     // LTO, into `csf_validate::validate`) its 1.9 KiB view and the `Result`
     // holding it both stayed in the caller's frame for the whole validation.
+    // The result is the local returned, so that it is built in the caller's
+    // slot, not built here and copied there.
     #[inline(never)]
     pub fn from_container(container: &Container<'a>) -> Result<Self, ViewError> {
-        let d = container.descriptor();
-        if d.layout != LayoutTag::CSF {
-            return Err(ViewError::NotCsf(d.layout));
+        let mut out = Ok(CsfView::empty());
+        if let Ok(view) = &mut out {
+            if let Err(e) = view.read_container(container) {
+                out = Err(e);
+            }
         }
-        let rank = d.rank();
+        out
+    }
+
+    /// [`CsfView::from_container`] in place: views the buffers of
+    /// `container` as this view, which is left unchanged on an error.
+    ///
+    /// For a microcontroller: a view is 1.9 KiB on a 32-bit target, and a
+    /// view returned by value may be built in one frame and copied to
+    /// another; this one is filled where it lies (`csf_validate::validate`
+    /// reads its view so).
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// let container = hurray_format::Container::decode(&bytes)?;
+    /// let mut view = csf_core::CsfView::empty();
+    /// view.read_container(&container)?;
+    /// assert_eq!(view.get_f64(&[1, 1, 2])?, 4.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`CsfView::from_container`].
+    #[inline(never)]
+    pub fn read_container(&mut self, container: &Container<'a>) -> Result<(), ViewError> {
+        if container.layout() != LayoutTag::CSF {
+            return Err(ViewError::NotCsf(container.layout()));
+        }
+        let rank = container.rank();
         let needed = csf::buffer_count(rank);
         let count = container.buffer_count();
-        let buffer = |index: usize| {
-            container.buffer(index).ok_or(ViewError::MissingBuffer { index: count.min(index), count, needed })
-        };
-        let array = |index: usize| {
-            let bytes = buffer(index)?;
-            U64Array::new(bytes).ok_or(ViewError::NotU64Array { index, len: bytes.len() })
-        };
-        check_shape(rank, d.mode_order.len())?;
+        check_shape(rank, container.mode_order().len())?;
         if count < needed {
             return Err(ViewError::MissingBuffer { index: count, count, needed });
         }
-        let values = Values::new(d.element_type, buffer(csf::VALUES_BUFFER)?);
-        // The levels are filled in place: a view is 1.9 KiB on a 32-bit
-        // target, and a separate array moved into it cost its own 1 KiB of stack.
-        let mut view = Self::assemble(&d.shape, &d.mode_order, d.nnz, [Level::default(); MAX_RANK], values);
-        for (level, slot) in view.levels.iter_mut().enumerate().take(rank) {
-            *slot = Level { pos: array(csf::pos_buffer(level))?, crd: array(csf::crd_buffer(level))? };
+        // Every check before the first write, so that an error leaves the
+        // view as it was: the `pos`/`crd` buffers are whole `u64` arrays.
+        for (index, bytes) in container.buffers().enumerate().take(needed).skip(1) {
+            U64Array::new(bytes).ok_or(ViewError::NotU64Array { index, len: bytes.len() })?;
         }
-        view.quantization = Quantized::from_container(container);
-        Ok(view)
+        // One pass over the buffer table (the container reads its rows in
+        // place): values, then `pos_L`, `crd_L` per level.
+        let mut buffers = container.buffers();
+        let values = buffers.next().unwrap_or(&[]);
+        self.values = Values::new(container.element_type(), values);
+        let mut array = || U64Array::new(buffers.next().unwrap_or(&[])).unwrap_or_default();
+        self.rank = rank;
+        self.nnz = container.nnz();
+        for (dst, src) in self.shape.iter_mut().zip(container.shape().chain(core::iter::repeat(0))) {
+            *dst = src;
+        }
+        for (dst, src) in self.mode_order.iter_mut().zip(container.mode_order().chain(core::iter::repeat(0)))
+        {
+            *dst = src;
+        }
+        for (level, slot) in self.levels.iter_mut().enumerate() {
+            *slot = if level < rank { Level { pos: array(), crd: array() } } else { Level::default() };
+        }
+        self.quantization = Quantized::from_container(container);
+        Ok(())
     }
 
     pub(crate) fn assemble(
@@ -195,21 +240,25 @@ impl<'a> CsfView<'a> {
         view
     }
 
-    /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in.
-    #[cfg(feature = "alloc")]
-    pub(crate) fn empty() -> CsfView<'static> {
-        CsfView::assemble(
-            &[0, 0, 0],
-            &[0, 1, 2],
-            0,
-            [Level::default(); MAX_RANK],
-            Values::new(ElementType::U8, &[]),
-        )
-    }
-
-    /// Keeps only the outer `rank` levels (for walking the tree above the leaves).
-    pub(crate) fn truncate_rank(&mut self, rank: usize) {
-        self.rank = self.rank.min(rank);
+    /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in, and
+    /// what [`CsfView::read_container`] fills. Out of line, so that it is
+    /// built where it is returned (1.9 KiB on a 32-bit target).
+    #[inline(never)]
+    pub fn empty() -> CsfView<'static> {
+        // A literal in tail position: written straight into the return slot.
+        let mut mode_order = [0; MAX_RANK];
+        if let Some(head) = mode_order.get_mut(..3) {
+            head.copy_from_slice(&[0, 1, 2]);
+        }
+        CsfView {
+            rank: 3,
+            nnz: 0,
+            shape: [0; MAX_RANK],
+            mode_order,
+            levels: [Level { pos: U64Array::EMPTY, crd: U64Array::EMPTY }; MAX_RANK],
+            values: Values::new(ElementType::U8, &[]),
+            quantization: None,
+        }
     }
 
     /// The rank (number of logical dimensions, and of tree levels).

@@ -42,7 +42,7 @@ pub(crate) fn framing(c: &Container<'_>, data: &[u8]) {
     assert!(c.buffer_range(c.buffer_count()).is_none(), "a range past the table");
     assert_eq!(previous_end, data.len(), "bytes after the last buffer were accepted");
     let again =
-        hurray_format::encode_to_vec(c.descriptor(), &buffers(c)).expect("a decoded container encodes");
+        hurray_format::encode_to_vec(&c.descriptor(), &buffers(c)).expect("a decoded container encodes");
     assert!(again == data, "re-encoding a decoded container changed its bytes");
 }
 
@@ -150,7 +150,8 @@ pub(crate) fn strict(c: &Container<'_>, valid: &ValidCsf<'_>, data: &[u8]) {
     conversions(view, &entries);
     value_rules(view);
     // Re-encoding, through the container and through an owned copy.
-    let again = hurray_format::encode_to_vec(c.descriptor(), &buffers(c)).expect("a valid container encodes");
+    let again =
+        hurray_format::encode_to_vec(&c.descriptor(), &buffers(c)).expect("a valid container encodes");
     assert!(again == data, "re-encoding a valid container changed its bytes");
     let d = c.descriptor();
     let plain =

@@ -115,11 +115,11 @@ pub(crate) fn roundtrip(d: &Descriptor, buffers: &[Vec<u8>]) {
         entry.length = buffer.len() as u64;
         end = entry.offset + entry.length;
     }
-    assert_eq!(container.descriptor(), &expected, "the descriptor did not survive the round trip");
+    assert_eq!(container.descriptor(), expected, "the descriptor did not survive the round trip");
     for (i, buffer) in buffers.iter().enumerate() {
         assert_eq!(container.buffer(i), Some(buffer.as_slice()), "buffer {i} did not survive the round trip");
     }
-    let again = hurray_format::encode_to_vec(container.descriptor(), &slices).expect("re-encode");
+    let again = hurray_format::encode_to_vec(&container.descriptor(), &slices).expect("re-encode");
     assert!(again == bytes, "re-encoding the decoded descriptor changed the bytes");
 
     let shorter = &bytes[..bytes.len() - 1];

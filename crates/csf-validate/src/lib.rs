@@ -109,16 +109,32 @@ impl<'a> Deref for ValidCsf<'a> {
 /// # Errors
 /// The first [`Violation`] in check order (see [`validate_with`]).
 // Out of line, like `Container::decode` and `CsfView::from_container`: once
-// per file, and inlined its 1.9 KiB view stayed in the caller's frame.
+// per file. (Inlined, the result and the caller's copy of it were both in
+// the caller's frame: 1.9 KiB more stack on a 32-bit target.)
 #[inline(never)]
 pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
-    let mut slot = None;
-    let view = structure::open(container, &mut slot)?;
+    // The result is the local returned, with the view read into it in
+    // place: built in the caller's slot, not here and then copied there.
+    let mut out = Ok(ValidCsf { view: CsfView::empty() });
+    if let Ok(valid) = &mut out {
+        if let Some(v) = first_violation(container, &mut valid.view, Mode::Strict) {
+            out = Err(v);
+        }
+    }
+    out
+}
+
+/// Reads `container` into `view` and checks it in `mode`, up to the first
+/// violation. Out of line: once per file, and its frames are not the caller's.
+#[inline(never)]
+fn first_violation<'a>(container: &Container<'a>, view: &mut CsfView<'a>, mode: Mode) -> Option<Violation> {
     let mut sink = sink::FailFast::default();
-    let _ = structure::check_rules(container.descriptor(), view, Mode::Strict, &mut sink);
-    match sink.0 {
-        None => Ok(ValidCsf { view: *view }),
-        Some(v) => Err(v),
+    match view.read_container(container) {
+        Ok(()) => {
+            let _ = structure::check_rules(container, view, mode, &mut sink);
+            sink.0
+        }
+        Err(e) => Some(structure::structural(e)),
     }
 }
 
@@ -140,7 +156,7 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// // only strict validation checks.
 /// let bytes = spec_example();
 /// let container = hurray_format::Container::decode(&bytes)?;
-/// let mut descriptor = *container.descriptor();
+/// let mut descriptor = container.descriptor();
 /// descriptor.mode_order = hurray_format::ModeOrder::from_slice(&[0, 0, 2]).unwrap();
 /// let buffers: Vec<&[u8]> = (0..7).map(|b| container.buffer(b).unwrap()).collect();
 /// let bytes = hurray_format::encode_to_vec(&descriptor, &buffers)?;
@@ -155,14 +171,14 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// The structural [`Violation`] that makes a view impossible.
 #[inline(never)]
 pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>, Violation> {
-    let mut slot = None;
-    let view = structure::open(container, &mut slot)?;
-    let mut sink = sink::FailFast::default();
-    let _ = structure::check_rules(container.descriptor(), view, Mode::Permissive, &mut sink);
-    match sink.0 {
-        None => Ok(*view),
-        Some(v) => Err(v),
+    // As `validate`: the view read in place into the result.
+    let mut out = Ok(CsfView::empty());
+    if let Ok(view) = &mut out {
+        if let Some(v) = first_violation(container, view, Mode::Permissive) {
+            out = Err(v);
+        }
     }
+    out
 }
 
 /// Strictly validates a view built from parts (no descriptor): `mode_order`,

@@ -2,7 +2,7 @@
 //! offset, sharding, quantization devices, statistics.
 
 use hurray_format::limits::MAX_RANK;
-use hurray_format::{csf, Container, Descriptor, ElementType, LayoutTag, QuantScheme, Quantization};
+use hurray_format::{csf, Container, ElementType, Flags, LayoutTag, QuantScheme, Quantization};
 
 use csf_core::{CsfView, Quantized, Values, ViewError};
 
@@ -14,47 +14,41 @@ use crate::Mode;
 /// Checks a container in `mode`. Puts the view in `out` when the structural
 /// rules hold (so that a view can exist at all), whatever else was reported.
 ///
-/// The view is handed back through `out` rather than returned: it is 1.9 KiB
-/// on a 32-bit target, and each `Result`/`Option` layer it was moved through
-/// on the way to `validate`'s caller was another copy on the stack (strict
-/// validation of the spec's example overflowed a Cortex-M0 with 16 KiB of RAM).
+/// The view is handed back through `out`, and read there in place, rather
+/// than returned: it is 1.9 KiB on a 32-bit target, and each
+/// `Result`/`Option` layer it was moved through on the way to the caller was
+/// another copy on the stack (strict validation of the spec's example
+/// overflowed a Cortex-M0 with 16 KiB of RAM).
 pub(crate) fn check_container<'a>(
     container: &Container<'a>,
     mode: Mode,
     sink: &mut dyn Sink,
     out: &mut Option<CsfView<'a>>,
 ) -> Result<(), Stop> {
-    match open(container, out) {
-        Ok(view) => check_rules(container.descriptor(), view, mode, sink),
-        Err(violation) => sink.violation(violation),
-    }
-}
-
-/// Views the container's buffers, in `out` (see [`check_container`] for
-/// why), or gives the structural rule that makes a view impossible: either a
-/// view or the reason, so that no caller is left with neither.
-pub(crate) fn open<'a, 'o>(
-    container: &Container<'a>,
-    out: &'o mut Option<CsfView<'a>>,
-) -> Result<&'o mut CsfView<'a>, Violation> {
-    match CsfView::from_container(container) {
-        Ok(view) => Ok(out.insert(view)),
-        Err(e) => Err(structural(e)),
+    let view = out.insert(CsfView::empty());
+    match view.read_container(container) {
+        Ok(()) => check_rules(container, view, mode, sink),
+        Err(e) => {
+            *out = None;
+            sink.violation(structural(e))
+        }
     }
 }
 
 /// Every rule of `mode` beyond the view's own structural checks, on the
-/// view of `d`'s buffers.
+/// view of `container`'s buffers. The shape and the mode order are the
+/// view's copies of the descriptor's (the container reads its lists from
+/// the input on demand).
 pub(crate) fn check_rules(
-    d: &Descriptor,
+    container: &Container<'_>,
     view: &CsfView<'_>,
     mode: Mode,
     sink: &mut dyn Sink,
 ) -> Result<(), Stop> {
     if mode == Mode::Strict {
-        check_mode_order(&d.mode_order, sink)?;
+        check_mode_order(view.mode_order(), sink)?;
     }
-    check_descriptor(d, sink)?;
+    check_descriptor(container, view, sink)?;
     check_sizes(view, sink)?;
     if mode == Mode::Strict {
         check_invariants(view, sink)?;
@@ -116,19 +110,18 @@ pub(crate) struct QuantFields<'s> {
 }
 
 impl<'s> QuantFields<'s> {
-    fn from_descriptor(d: &'s Descriptor, q: &Quantization) -> Self {
-        let first = csf::buffer_count(d.rank());
-        let length = |i: usize| d.buffers.get(i).map(|e| e.length);
+    fn from_container(c: &Container<'_>, view: &'s CsfView<'_>, q: &Quantization) -> Self {
+        let mut params = c.buffer_entries().skip(csf::buffer_count(c.rank())).map(|e| e.length);
         Self {
-            values_type: d.element_type,
-            shape: &d.shape,
-            nnz: d.nnz,
+            values_type: c.element_type(),
+            shape: view.shape(),
+            nnz: c.nnz(),
             scheme: q.scheme,
             axis: u64::from(q.axis),
             block_size: q.block_size,
             scale_type: q.scale_type,
             zero_point_type: q.zero_point_type,
-            lengths: [length(first), length(first + 1)],
+            lengths: [params.next(), params.next()],
         }
     }
 
@@ -216,29 +209,29 @@ pub(crate) fn check_quantization(q: &QuantFields<'_>, sink: &mut dyn Sink) -> Re
 }
 
 /// Rules on descriptor fields alone, which hold in both modes.
-fn check_descriptor(d: &Descriptor, sink: &mut dyn Sink) -> Result<(), Stop> {
+fn check_descriptor(d: &Container<'_>, view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
     let rank = d.rank();
     // § Buffer Table: 2 * rank + 1, plus the scheme's parameter buffers.
     let own = csf::buffer_count(rank);
-    let params = d.quantization.map_or(0, |q| 1 + usize::from(q.zero_point_type.is_some()));
-    let count = d.buffers.len();
+    let params = d.quantization().map_or(0, |q| 1 + usize::from(q.zero_point_type.is_some()));
+    let count = d.buffer_count();
     if count != own + params {
         sink.violation(Violation::new(Rule::BufferCount, count as u64, (own + params) as u64))?;
     }
-    if let Some(q) = d.quantization {
-        check_quantization(&QuantFields::from_descriptor(d, &q), sink)?;
+    if let Some(q) = d.quantization() {
+        check_quantization(&QuantFields::from_container(d, view, &q), sink)?;
     }
     // § Buffer Size: byte_offset is 0.
-    if d.byte_offset != 0 {
-        sink.violation(Violation::new(Rule::ByteOffset, d.byte_offset, 0))?;
+    if d.byte_offset() != 0 {
+        sink.violation(Violation::new(Rule::ByteOffset, d.byte_offset(), 0))?;
     }
     // § Sharding.
-    if d.shard.is_some() {
+    if d.flags().contains(Flags::IS_SHARD) {
         sink.violation(Violation::new(Rule::ShardDescriptor, 1, 0))?;
     }
     // § Quantization Compatibility: parameter buffers on the values buffer's device.
-    if let Some(values) = d.buffers.get(csf::VALUES_BUFFER) {
-        for (index, entry) in d.buffers.iter().enumerate().skip(own) {
+    if let Some(values) = d.buffer_entry(csf::VALUES_BUFFER) {
+        for (index, entry) in d.buffer_entries().enumerate().skip(own) {
             if entry.device_tag != values.device_tag {
                 sink.violation(
                     Violation::new(
@@ -252,11 +245,11 @@ fn check_descriptor(d: &Descriptor, sink: &mut dyn Sink) -> Result<(), Stop> {
         }
     }
     // § Interaction with Statistics Section.
-    if let Some(stats) = d.statistics {
-        if stats.nnz != d.nnz {
-            sink.violation(Violation::new(Rule::StatisticsNnz, stats.nnz, d.nnz))?;
+    if let Some(stats) = d.statistics() {
+        if stats.nnz != d.nnz() {
+            sink.violation(Violation::new(Rule::StatisticsNnz, stats.nnz, d.nnz()))?;
         }
-        if let Some(expected) = expected_sparsity_ratio(&d.shape, d.nnz) {
+        if let Some(expected) = expected_sparsity_ratio(view.shape(), d.nnz()) {
             // Written so that NaN (and an infinite ratio) fails the
             // comparison and warns. Not `f64::abs`: it is in `core` only
             // from Rust 1.85, and this crate is no_std with MSRV 1.81.

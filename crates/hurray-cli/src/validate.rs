@@ -29,7 +29,7 @@ pub fn run(args: &ValidateArgs) -> Result<i32> {
         Ok(container) => {
             let report = csf_validate::report(&container, mode, args.max_errors as usize);
             let offsets = report.errors.iter().map(|v| v.offset(&container)).collect();
-            Outcome::Checked(Box::new(Checked { descriptor: *container.descriptor(), report, offsets }))
+            Outcome::Checked(Box::new(Checked { descriptor: container.descriptor(), report, offsets }))
         }
     };
     let text = if args.json { json(args, &outcome) } else { text(args, &outcome) };

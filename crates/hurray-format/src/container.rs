@@ -13,11 +13,13 @@
 
 use core::ops::Range;
 
-use crate::descriptor::Descriptor;
+use crate::descriptor::{BufferEntry, Descriptor, Flags, Quantization, ShardDescriptor, Statistics};
+use crate::element::ElementType;
 use crate::error::{DecodeError, EncodeError};
 use crate::layout::LayoutTag;
 use crate::limits::{BUFFER_ALIGNMENT, MAX_DESCRIPTOR_LEN};
-use crate::wire::decode_descriptor;
+use crate::lists::{BufferEntries, Buffers, Varints};
+use crate::wire::{decode_descriptor, Header};
 
 /// The eight magic bytes that open every Hurray file. Like PNG's, the non-ASCII
 /// first byte and the CR LF / SUB / LF tail catch text-mode and 7-bit mangling.
@@ -47,9 +49,16 @@ pub const fn align_up(n: u64) -> Option<u64> {
 /// A `Container` only promises that the framing is sound (every buffer lies
 /// inside the input, aligned, in canonical order). Whether the buffers form a
 /// valid CSF tensor is `csf-validate`'s question.
+///
+/// It keeps the descriptor's fixed fields and reads its lists (the shape, the
+/// mode order, the buffer table) from the input when asked ([`Container::shape`],
+/// [`Container::buffer_entries`], ...), so that it is small: 160 bytes on a
+/// 32-bit target, where a [`Descriptor`] with its lists copied at their
+/// caps is 4.7 KiB. [`Container::descriptor`] builds that whole descriptor,
+/// for code that wants it as a value (to change it and encode it again, say).
 #[derive(Clone, Copy, Debug)]
 pub struct Container<'a> {
-    descriptor: Descriptor,
+    header: Header,
     bytes: &'a [u8],
     data_start: usize,
 }
@@ -68,7 +77,9 @@ impl<'a> Container<'a> {
     /// let len = encode_to_slice(&header, &buffers, &mut file)?;
     ///
     /// let container = Container::decode(&file[..len])?;
-    /// assert_eq!(container.descriptor().shape.as_slice(), &[2, 3, 4]);
+    /// assert!(container.shape().eq([2, 3, 4]));
+    /// assert_eq!(container.buffer_count(), 7);
+    /// assert_eq!(container.descriptor().mode_order.as_slice(), &[0, 1, 2]); // the whole descriptor
     /// assert_eq!(container.buffer(1), Some(&pos0[..])); // pos_0, in place
     /// assert!(Container::decode(&file[..len - 1]).is_err(), "a truncated file is refused");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -76,11 +87,6 @@ impl<'a> Container<'a> {
     ///
     /// # Errors
     /// Any [`DecodeError`]: every one names the byte offset (or buffer index) at fault.
-    // Out of line: it runs once per file, and a container is 4.7 KiB on a
-    // 32-bit target; inlined, the one it builds stayed in the caller's frame
-    // beside the one returned, for as long as the caller ran (measured with
-    // the Cortex-M firmware in crates/nostd-firmware, docs/benchmarks.md).
-    #[inline(never)]
     pub fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let magic_len = bytes.len().min(MAGIC.len());
         if bytes.get(..magic_len) != MAGIC.get(..magic_len) {
@@ -119,20 +125,18 @@ impl<'a> Container<'a> {
             needed: len,
             available: bytes.len() - HEADER_LEN,
         })?;
-        // Built where it is returned, not moved there: see `decode_descriptor`.
-        let mut container = Self { descriptor: Descriptor::empty(), bytes, data_start: 0 };
-        decode_descriptor(descriptor_bytes, HEADER_LEN, &mut container.descriptor)?;
-        let descriptor = &container.descriptor;
-
+        let header = decode_descriptor(descriptor_bytes, HEADER_LEN)?;
         // `descriptor_end` is at most 16 + 8 KiB, so the rounding cannot overflow.
         let data_start = descriptor_end.next_multiple_of(BUFFER_ALIGNMENT);
+        let container = Self { header, bytes, data_start };
+
         // Placement is canonical (docs/format.md §4.3), so a sound table fixes
         // the file's exact length. The table is checked first, without reading
         // the data section; then the length, so that a file cut short is
         // reported as truncated (with both lengths) rather than as whichever
         // buffer or padding the cut happens to fall in; then the padding bytes,
         // which by then are all present.
-        let needed = needed_len(descriptor, data_start as u64)?;
+        let needed = needed_len(container.buffer_entries(), data_start as u64)?;
         let input_len = bytes.len();
         let file_end = match usize::try_from(needed) {
             Ok(file_end) if file_end <= input_len => file_end,
@@ -142,14 +146,114 @@ impl<'a> Container<'a> {
         if input_len > file_end {
             return Err(DecodeError::TrailingBytes { offset: file_end, count: input_len - file_end });
         }
-        check_padding(bytes, descriptor, descriptor_end, data_start)?;
-        container.data_start = data_start;
+        check_padding(bytes, container.buffer_entries(), descriptor_end, data_start)?;
         Ok(container)
     }
 
-    /// The decoded descriptor.
-    pub fn descriptor(&self) -> &Descriptor {
-        &self.descriptor
+    /// The decoded descriptor, built whole from the input: its lists copied
+    /// into fixed-capacity arrays (4.7 KiB on a 32-bit target, so a
+    /// microcontroller reads the fields it needs through the accessors
+    /// instead: [`Container::shape`], [`Container::buffer_entries`], ...).
+    pub fn descriptor(&self) -> Descriptor {
+        let mut d = Descriptor::empty();
+        self.fill(&mut d);
+        d
+    }
+
+    /// Fills `d` ([`Descriptor::empty`]) in place; out of line, so that the
+    /// descriptor is built where [`Container::descriptor`] returns it.
+    #[inline(never)]
+    fn fill(&self, d: &mut Descriptor) {
+        d.layout = self.header.layout;
+        d.element_type = self.header.element_type;
+        d.byte_offset = self.header.byte_offset;
+        d.nnz = self.header.nnz;
+        d.statistics = self.header.statistics;
+        d.quantization = self.header.quantization;
+        // Decoding checked every length against its list's capacity, so no
+        // push fails.
+        for extent in self.shape() {
+            let _ = d.shape.push(extent);
+        }
+        for dim in self.mode_order() {
+            let _ = d.mode_order.push(dim);
+        }
+        for entry in self.buffer_entries() {
+            let _ = d.buffers.push(entry);
+        }
+        if let Some((shard_index, shard_count, offsets)) = self.header.shard {
+            let shard = d.shard.insert(ShardDescriptor {
+                shard_index,
+                shard_count,
+                shard_offset: Default::default(),
+            });
+            for offset in Varints::new(offsets, self.bytes) {
+                let _ = shard.shard_offset.push(offset);
+            }
+        }
+    }
+
+    /// The layout; always [`LayoutTag::CSF`] for a decoded container.
+    pub fn layout(&self) -> LayoutTag {
+        self.header.layout
+    }
+
+    /// The element type of the values buffer.
+    pub fn element_type(&self) -> ElementType {
+        self.header.element_type
+    }
+
+    /// The rank: the number of logical dimensions (the shape's length).
+    pub fn rank(&self) -> usize {
+        self.header.shape.len
+    }
+
+    /// The logical shape, outermost dimension first, read from the input.
+    pub fn shape(&self) -> Varints<'a> {
+        Varints::new(self.header.shape, self.bytes)
+    }
+
+    /// The CSF mode order, read from the input: `mode_order[L]` is the
+    /// logical dimension stored at tree level `L`. The entries are `u32`s on
+    /// the wire (decoding checked that each fits); they are given as `u32`.
+    pub fn mode_order(&self) -> core::iter::Map<Varints<'a>, fn(u64) -> u32> {
+        // Every entry fits: decoding read each as a 32-bit varint.
+        Varints::new(self.header.mode_order, self.bytes).map(|dim| dim as u32)
+    }
+
+    /// The common header's `byte_offset`; CSF requires 0.
+    pub fn byte_offset(&self) -> u64 {
+        self.header.byte_offset
+    }
+
+    /// The number of stored values (leaves).
+    pub fn nnz(&self) -> u64 {
+        self.header.nnz
+    }
+
+    /// The flag word, as the optional sections present imply it.
+    pub fn flags(&self) -> Flags {
+        let mut bits = 0;
+        if self.header.statistics.is_some() {
+            bits |= Flags::HAS_STATISTICS;
+        }
+        if self.header.quantization.is_some() {
+            bits |= Flags::HAS_QUANTIZATION;
+        }
+        if self.header.shard.is_some() {
+            bits |= Flags::IS_SHARD;
+        }
+        Flags(bits)
+    }
+
+    /// The statistics section, present iff [`Flags::HAS_STATISTICS`].
+    pub fn statistics(&self) -> Option<Statistics> {
+        self.header.statistics
+    }
+
+    /// The quantization section, present iff [`Flags::HAS_QUANTIZATION`].
+    pub fn quantization(&self) -> Option<Quantization> {
+        self.header.quantization
     }
 
     /// The bytes the container was decoded from, whole (header, descriptor,
@@ -165,20 +269,39 @@ impl<'a> Container<'a> {
 
     /// The number of buffers in the table.
     pub fn buffer_count(&self) -> usize {
-        self.descriptor.buffers.len()
+        self.header.buffers.len
     }
 
-    /// The byte range of buffer `index` in the input, or `None` past the table.
+    /// The rows of the buffer table, in buffer-index order, read from the input.
+    pub fn buffer_entries(&self) -> BufferEntries<'a> {
+        BufferEntries::new(self.header.buffers, self.bytes)
+    }
+
+    /// Row `index` of the buffer table, or `None` past it. Reads the rows
+    /// before it: `O(index)`; [`Container::buffers`] and
+    /// [`Container::buffer_entries`] give every row in one pass.
+    pub fn buffer_entry(&self, index: usize) -> Option<BufferEntry> {
+        self.buffer_entries().nth(index)
+    }
+
+    /// The byte range of buffer `index` in the input, or `None` past the
+    /// table. `O(index)`, as [`Container::buffer_entry`].
     pub fn buffer_range(&self, index: usize) -> Option<Range<usize>> {
-        let entry = self.descriptor.buffers.get(index)?;
+        let entry = self.buffer_entry(index)?;
         // Decoding proved `offset + length <= data.len()`, so these fit in usize.
         let start = self.data_start + entry.offset as usize;
         Some(start..start + entry.length as usize)
     }
 
-    /// The bytes of buffer `index`, borrowed from the input, or `None` past the table.
+    /// The bytes of buffer `index`, borrowed from the input, or `None` past
+    /// the table. `O(index)`, as [`Container::buffer_entry`].
     pub fn buffer(&self, index: usize) -> Option<&'a [u8]> {
         self.bytes.get(self.buffer_range(index)?)
+    }
+
+    /// Every buffer, in buffer-index order, borrowed from the input.
+    pub fn buffers(&self) -> Buffers<'a> {
+        Buffers { entries: self.buffer_entries(), data: self.bytes.get(self.data_start..).unwrap_or(&[]) }
     }
 }
 
@@ -188,10 +311,10 @@ impl<'a> Container<'a> {
 /// Reads nothing but the table, and computes every position from the start
 /// of the file with checked arithmetic: a hostile table can name starts and
 /// ends beyond `u64`.
-fn needed_len(descriptor: &Descriptor, data_start: u64) -> Result<u64, DecodeError> {
+fn needed_len(entries: BufferEntries<'_>, data_start: u64) -> Result<u64, DecodeError> {
     // The end of the previous buffer, from the start of the file.
     let mut end = data_start;
-    for (index, entry) in descriptor.buffers.iter().enumerate() {
+    for (index, entry) in entries.enumerate() {
         let overflow = DecodeError::BufferEndOverflow {
             index,
             data_start,
@@ -225,14 +348,14 @@ fn needed_len(descriptor: &Descriptor, data_start: u64) -> Result<u64, DecodeErr
 /// every range here lies inside `bytes`.
 fn check_padding(
     bytes: &[u8],
-    descriptor: &Descriptor,
+    entries: BufferEntries<'_>,
     descriptor_end: usize,
     data_start: usize,
 ) -> Result<(), DecodeError> {
     check_zero(bytes.get(descriptor_end..data_start).unwrap_or(&[]), descriptor_end)?;
     let data = bytes.get(data_start..).unwrap_or(&[]);
     let mut end = 0usize;
-    for entry in descriptor.buffers.iter() {
+    for entry in entries {
         // In range, and so in usize: `end <= offset <= offset + length <= data.len()`.
         let offset = usize::try_from(entry.offset).unwrap_or(usize::MAX);
         let length = usize::try_from(entry.length).unwrap_or(usize::MAX);

@@ -20,6 +20,7 @@ mod fixed;
 mod layout;
 pub mod le;
 pub mod limits;
+mod lists;
 mod wire;
 
 #[cfg(feature = "alloc")]
@@ -35,3 +36,4 @@ pub use element::{ElementType, Packing};
 pub use error::{DecodeError, EncodeError};
 pub use fixed::{CapacityError, FixedVec};
 pub use layout::LayoutTag;
+pub use lists::{BufferEntries, Buffers, Varints};

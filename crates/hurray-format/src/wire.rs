@@ -8,14 +8,31 @@
 //! in their shortest form, so that a decoded file re-encodes to the same bytes.
 //! A test checks that postcard's own deserializer agrees with this reader.
 
-use crate::descriptor::{
-    BufferEntry, Descriptor, DeviceTag, Flags, QuantScheme, Quantization, ShardDescriptor, Statistics,
-};
+use crate::descriptor::{Flags, QuantScheme, Quantization, Statistics};
 use crate::element::ElementType;
 use crate::error::DecodeError;
-use crate::fixed::FixedVec;
 use crate::layout::LayoutTag;
 use crate::limits::{MAX_BUFFERS, MAX_RANK};
+use crate::lists::ListAt;
+
+/// A decoded descriptor as a [`crate::Container`] keeps it: its fixed
+/// fields, and where each list lies in the input (`crate::lists`). With the
+/// input slice that is a 160-byte container on a 32-bit target, instead of
+/// the 4.7 KiB of a [`crate::Descriptor`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Header {
+    pub(crate) layout: LayoutTag,
+    pub(crate) element_type: ElementType,
+    pub(crate) shape: ListAt,
+    pub(crate) byte_offset: u64,
+    pub(crate) nnz: u64,
+    pub(crate) mode_order: ListAt,
+    pub(crate) buffers: ListAt,
+    pub(crate) statistics: Option<Statistics>,
+    pub(crate) quantization: Option<Quantization>,
+    /// The shard section: index, count and the offset list.
+    pub(crate) shard: Option<(u64, u64, ListAt)>,
+}
 
 /// A cursor over the descriptor bytes; `base` is their offset in the input.
 struct Reader<'a> {
@@ -107,54 +124,42 @@ impl<'a> Reader<'a> {
         ElementType::from_code(code).ok_or(DecodeError::UnknownElementType { offset, field, code })
     }
 
-    /// Reads a sequence into `list` (which must be empty), in place: a
-    /// descriptor's lists are kilobytes (the buffer table is over 3 KiB on a
-    /// 32-bit target), and returning them by value would put a copy of each
-    /// on the stack of every caller.
-    fn list<T: Copy + Default, const N: usize>(
+    /// Reads a sequence of at most `max` items, each with `item`, and
+    /// gives where its items lie (the length prefix checked against `max`
+    /// before any item is read).
+    fn list(
         &mut self,
         field: &'static str,
-        list: &mut FixedVec<T, N>,
-        mut item: impl FnMut(&mut Self) -> Result<T, DecodeError>,
-    ) -> Result<(), DecodeError> {
-        let offset = self.offset();
-        let len = self.seq_len(field, N)?;
+        max: usize,
+        mut item: impl FnMut(&mut Self) -> Result<(), DecodeError>,
+    ) -> Result<ListAt, DecodeError> {
+        let len = self.seq_len(field, max)?;
+        let at = self.offset();
         for _ in 0..len {
-            let value = item(self)?;
-            // Unreachable: `len <= N` was checked above.
-            list.push(value).map_err(|_| DecodeError::TooLong { offset, field, len: len as u64, max: N })?;
+            item(self)?;
         }
-        Ok(())
+        Ok(ListAt { at, len })
     }
 
-    /// An optional section whose presence must agree with its flag.
-    fn section<T>(
-        &mut self,
-        flags: Flags,
-        flag: u32,
-        name: &'static str,
-        body: impl FnOnce(&mut Self) -> Result<T, DecodeError>,
-    ) -> Result<Option<T>, DecodeError> {
+    /// Whether an optional section is present, which must agree with its
+    /// flag. Not generic over the section's body (the caller reads that):
+    /// one copy of this check instead of one per section, which was 1 KiB
+    /// of flash on a Cortex-M4.
+    fn section(&mut self, flags: Flags, flag: u32, name: &'static str) -> Result<bool, DecodeError> {
         let offset = self.offset();
         let present = self.option(name)?;
         let flag_set = flags.contains(flag);
         if present != flag_set {
             return Err(DecodeError::FlagMismatch { offset, flag: name, flag_set });
         }
-        if present {
-            body(self).map(Some)
-        } else {
-            Ok(None)
-        }
+        Ok(present)
     }
 }
 
 /// Decodes a descriptor occupying exactly `bytes`, which start at `base` in
-/// the input, into `d`, which must be [`Descriptor::empty`]. Filled in place
-/// rather than returned: a descriptor is about 4.7 KiB on a 32-bit target,
-/// and each by-value hand-over cost a copy on the stack (a Cortex-M0 with
-/// 16 KiB of RAM overflowed its stack decoding the spec's example).
-pub(crate) fn decode_descriptor(bytes: &[u8], base: usize, d: &mut Descriptor) -> Result<(), DecodeError> {
+/// the input: every field checked, the lists located but not copied (see
+/// [`Header`]).
+pub(crate) fn decode_descriptor(bytes: &[u8], base: usize) -> Result<Header, DecodeError> {
     let mut r = Reader { bytes, pos: 0, base };
 
     let layout_offset = r.offset();
@@ -166,33 +171,36 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize, d: &mut Descriptor) -
             DecodeError::UnknownLayout { offset: layout_offset, tag: layout.0 }
         });
     }
-    d.layout = layout;
-    d.element_type = r.element_type("element_type")?;
-    r.list("shape", &mut d.shape, Reader::u64)?;
+    let element_type = r.element_type("element_type")?;
+    let shape = r.list("shape", MAX_RANK, |r| r.u64().map(drop))?;
     let flags_offset = r.offset();
     let flags = Flags(r.u32()?);
     if flags.0 & !Flags::KNOWN != 0 {
         return Err(DecodeError::UnknownFlags { offset: flags_offset, bits: flags.0 & !Flags::KNOWN });
     }
-    d.byte_offset = r.u64()?;
-    d.nnz = r.u64()?;
-    r.list("mode_order", &mut d.mode_order, Reader::u32)?;
-    r.list("buffers", &mut d.buffers, |r| {
-        Ok(BufferEntry { offset: r.u64()?, length: r.u64()?, device_tag: DeviceTag(r.u8()?) })
+    let byte_offset = r.u64()?;
+    let nnz = r.u64()?;
+    let mode_order = r.list("mode_order", MAX_RANK, |r| r.u32().map(drop))?;
+    let buffers = r.list("buffers", MAX_BUFFERS, |r| {
+        r.u64()?;
+        r.u64()?;
+        r.u8().map(drop)
     })?;
-    d.statistics = r.section(flags, Flags::HAS_STATISTICS, "statistics", |r| {
-        Ok(Statistics {
+    let statistics = if r.section(flags, Flags::HAS_STATISTICS, "statistics")? {
+        Some(Statistics {
             nnz: r.u64()?,
             sparsity_ratio: r.f64()?,
             min: if r.option("statistics.min")? { Some(r.f64()?) } else { None },
             max: if r.option("statistics.max")? { Some(r.f64()?) } else { None },
         })
-    })?;
-    d.quantization = r.section(flags, Flags::HAS_QUANTIZATION, "quantization", |r| {
+    } else {
+        None
+    };
+    let quantization = if r.section(flags, Flags::HAS_QUANTIZATION, "quantization")? {
         let offset = r.offset();
         let code = r.u8()?;
         let scheme = QuantScheme::from_code(code).ok_or(DecodeError::UnknownQuantScheme { offset, code })?;
-        Ok(Quantization {
+        Some(Quantization {
             scheme,
             axis: r.u32()?,
             block_size: r.u64()?,
@@ -203,20 +211,29 @@ pub(crate) fn decode_descriptor(bytes: &[u8], base: usize, d: &mut Descriptor) -
                 None
             },
         })
-    })?;
-    // The section's fields are read into the descriptor in place (see above).
-    if r.section(flags, Flags::IS_SHARD, "shard", |_| Ok(()))?.is_some() {
-        let shard = d.shard.insert(ShardDescriptor {
-            shard_index: r.u64()?,
-            shard_count: r.u64()?,
-            shard_offset: FixedVec::new(),
-        });
-        r.list::<u64, MAX_RANK>("shard.shard_offset", &mut shard.shard_offset, Reader::u64)?;
-    }
+    } else {
+        None
+    };
+    let shard = if r.section(flags, Flags::IS_SHARD, "shard")? {
+        let (index, count) = (r.u64()?, r.u64()?);
+        Some((index, count, r.list("shard.shard_offset", MAX_RANK, |r| r.u64().map(drop))?))
+    } else {
+        None
+    };
 
     if r.pos != bytes.len() {
         return Err(DecodeError::DescriptorTrailingBytes { offset: r.offset(), count: bytes.len() - r.pos });
     }
-    debug_assert!(d.buffers.len() <= MAX_BUFFERS);
-    Ok(())
+    Ok(Header {
+        layout,
+        element_type,
+        shape,
+        byte_offset,
+        nnz,
+        mode_order,
+        buffers,
+        statistics,
+        quantization,
+        shard,
+    })
 }

@@ -37,7 +37,7 @@ fn baseline_sample_decodes_and_wire_matches_the_encoder() {
     let (wire, data) = base();
     assert_eq!(wire.container(&data), bytes);
     let c = Container::decode(&bytes).unwrap();
-    assert_eq!(*c.descriptor(), d);
+    assert_eq!(c.descriptor(), d);
     for (i, b) in buffers.iter().enumerate() {
         assert_eq!(c.buffer(i), Some(&b[..]));
     }
@@ -516,7 +516,7 @@ fn rank_at_the_limit_decodes_and_one_past_is_too_long() {
         shard_offset: FixedVec::from_slice(&shape).unwrap(),
     });
     let bytes = encode(&d, &[]);
-    assert_eq!(*Container::decode(&bytes).unwrap().descriptor(), d);
+    assert_eq!(Container::decode(&bytes).unwrap().descriptor(), d);
 
     let wire = Wire::of(&d);
     let long_shape = vec![7u64; MAX_RANK + 1];
@@ -571,7 +571,7 @@ fn buffer_count_at_the_limit_decodes_and_one_past_is_too_long() {
     assert!(d.buffers.push(BufferEntry::default()).is_err());
     let bytes = encode(&d, &slices(&buffers));
     let c = Container::decode(&bytes).unwrap();
-    assert_eq!(*c.descriptor(), planned(&d, &slices(&buffers)));
+    assert_eq!(c.descriptor(), planned(&d, &slices(&buffers)));
     assert_eq!(c.buffer_count(), MAX_BUFFERS);
     assert_eq!(c.buffer(MAX_BUFFERS - 1), Some(&buffers[MAX_BUFFERS - 1][..]));
 

@@ -228,5 +228,5 @@ fn decoding_the_fixture_gives_the_spec_arrays() {
     // Determinism: re-encoding the decoded container gives the same bytes.
     let slices: Vec<&[u8]> =
         (0..container.buffer_count()).map(|i| container.buffer(i).expect("buf")).collect();
-    assert_eq!(encode(d, &slices), bytes);
+    assert_eq!(encode(&d, &slices), bytes);
 }

@@ -132,7 +132,7 @@ fn decode_checked(bytes: &[u8]) -> Option<Container<'_>> {
     }
     assert_eq!(c.buffer_range(c.buffer_count()), None);
     assert_eq!(c.buffer(c.buffer_count()), None);
-    assert_eq!(encode(c.descriptor(), &buffers), bytes, "an accepted input re-encodes differently");
+    assert_eq!(encode(&c.descriptor(), &buffers), bytes, "an accepted input re-encodes differently");
     Some(c)
 }
 
@@ -282,14 +282,14 @@ proptest! {
         prop_assert_eq!(&Wire::of(&expected).container(&data_section(&slices(&buffers))), &bytes);
 
         let c = decode_checked(&bytes).unwrap();
-        prop_assert_eq!(c.descriptor(), &expected);
+        prop_assert_eq!(c.descriptor(), expected);
         prop_assert_eq!(c.descriptor().flags(), d.flags());
         prop_assert_eq!(c.buffer_count(), buffers.len());
         for (i, b) in buffers.iter().enumerate() {
             prop_assert_eq!(c.buffer(i), Some(&b[..]));
         }
         let again: Vec<&[u8]> = (0..c.buffer_count()).map(|i| c.buffer(i).unwrap()).collect();
-        prop_assert_eq!(encode(c.descriptor(), &again), bytes);
+        prop_assert_eq!(encode(&c.descriptor(), &again), bytes);
     }
 
     /// Encoding ignores the offsets and lengths in the given table.
@@ -307,7 +307,7 @@ proptest! {
         prop_assert!(rest.is_empty());
         prop_assert_eq!(mirror.layout, LayoutTag::CSF.0);
         prop_assert_eq!(mirror.flags, c.descriptor().flags().0);
-        prop_assert_eq!(mirror.to_descriptor(), Some(*c.descriptor()));
+        prop_assert_eq!(mirror.to_descriptor(), Some(c.descriptor()));
         prop_assert_eq!(postcard::to_allocvec(&mirror).unwrap(), descriptor_bytes(&bytes));
     }
 
@@ -334,7 +334,7 @@ proptest! {
         prop_assert_eq!(ours.is_some(), expect_ok, "ours: {:?}", Container::decode(&input).err());
         if let Some(c) = ours {
             let (m, _) = theirs.unwrap();
-            prop_assert_eq!(m.to_descriptor(), Some(*c.descriptor()));
+            prop_assert_eq!(m.to_descriptor(), Some(c.descriptor()));
         }
     }
 

@@ -24,11 +24,9 @@ use nostd_firmware::{exit, report_stack, Checksum, SPEC_EXAMPLE};
 /// checksum (each 0 when its phase is left out), or the phase that failed.
 ///
 /// Each step is a function of its own, and results are bound by reference:
-/// a `Container` is 4.7 KiB on a 32-bit target, a view 1.9 KiB and an
-/// iteration's state about 4 KiB, and what the compiler merges into one
-/// frame, or moves out of a `Result`, it keeps on the stack side by side.
-/// Written this way the whole program needs about 10 KiB of stack; written
-/// as one function, 18 KiB (docs/benchmarks.md).
+/// a view is 1.9 KiB on a 32-bit target and an iteration's state about
+/// 3 KiB, and what the compiler merges into one frame, or moves out of a
+/// `Result`, it keeps on the stack side by side (docs/benchmarks.md).
 #[inline(never)]
 fn workload(bytes: &[u8], query: &[u64]) -> Result<(u32, u64), &'static str> {
     let decoded = hurray_format::Container::decode(bytes);

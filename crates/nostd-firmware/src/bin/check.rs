@@ -103,10 +103,9 @@ fn cursor_checksum(view: &CsfView<'_>) -> Checksum {
 }
 
 // Each fixture is checked in a function of its own, and results are bound by
-// reference: a `Container` is 4.7 KiB on a 32-bit target and a view 1.9 KiB,
-// and every move out of a `Result`, or frame the compiler merges into
-// `main`, is another copy on the stack, which the micro:bit's 16 KiB of RAM
-// does not have room for.
+// reference: a view is 1.9 KiB on a 32-bit target, and every move out of a
+// `Result`, or frame the compiler merges into `main`, is another copy on the
+// stack, which the micro:bit's 16 KiB of RAM has little room for.
 #[inline(never)]
 fn check_valid(t: &mut Tally, f: &Fixture) {
     let decoded = Container::decode(f.bytes);
