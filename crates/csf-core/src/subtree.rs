@@ -374,13 +374,14 @@ mod tests {
         for (shape, order) in
             [(&[4u64, 5, 6, 7][..], &[3u32, 1, 0, 2][..]), (&[3, 4, 3, 4, 5], &[0, 1, 2, 3, 4])]
         {
-            let arrays = Arrays::synthetic(shape, order, 300, None, 5);
+            // Fewer entries and prefixes under Miri (`cargo xtask miri`).
+            let arrays = Arrays::synthetic(shape, order, if cfg!(miri) { 80 } else { 300 }, None, 5);
             let view = arrays.view();
             let bytes = arrays.misaligned();
             let unaligned = arrays.view_of(&bytes);
             let mut stored = Vec::new();
             view.for_each_stored(|c, leaf| stored.push((c.to_vec(), leaf)));
-            for (c, _) in stored.iter().step_by(7) {
+            for (c, _) in stored.iter().step_by(if cfg!(miri) { 19 } else { 7 }) {
                 for k in 0..shape.len() {
                     let prefix = &c[..k];
                     let got = walks(&view.subtree(prefix).unwrap().unwrap());
