@@ -303,20 +303,13 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 // The same tuple as `prev`: a duplicate meets the last leaf's value.
                 let at = values.len().saturating_sub(width);
                 let into = values.get_mut(at..).unwrap_or_default();
-                match duplicates {
-                    // Sums were checked possible (`Slots::can_sum`) before the build.
-                    Duplicates::Sum => {
-                        let _ = slots.add_slot(into, slot);
-                    }
-                    Duplicates::Last => copy_slot::<W>(into, slot),
-                    Duplicates::First => {}
-                    // Reported once the whole input proved sorted: before
-                    // that, a stray further on may make another pair the
-                    // first duplicate in storage order.
-                    Duplicates::Error => {
-                        first_duplicate.get_or_insert((prev.unwrap_or(entry), entry));
-                    }
+                // Under `Error`, reported once the whole input proved sorted:
+                // before that, a stray further on may make another pair the
+                // first duplicate in storage order.
+                if duplicates == Duplicates::Error {
+                    first_duplicate.get_or_insert((prev.unwrap_or(entry), entry));
                 }
+                merge_duplicate::<W>(slots, duplicates, into, slot);
                 prev = Some(entry);
                 continue;
             };
@@ -487,18 +480,11 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             let Some(split) = split else {
                 let last = opened[leaf] - 1;
                 let into = &mut out.values[last * width..(last + 1) * width];
-                match duplicates {
-                    // Sums were checked possible (`Slots::can_sum`) before the build.
-                    Duplicates::Sum => {
-                        let _ = slots.add_slot(into, slot);
-                    }
-                    Duplicates::Last => copy_slot::<W>(into, slot),
-                    Duplicates::First => {}
-                    // The first duplicate in storage order, its two first entries in input order.
-                    Duplicates::Error => {
-                        return Err(self.input.source.duplicate(prev.unwrap_or(entry), entry))
-                    }
+                // The first duplicate in storage order, its two first entries in input order.
+                if duplicates == Duplicates::Error {
+                    return Err(self.input.source.duplicate(prev.unwrap_or(entry), entry));
                 }
+                merge_duplicate::<W>(slots, duplicates, into, slot);
                 prev = Some(entry);
                 continue;
             };
@@ -515,6 +501,21 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             copy_slot::<W>(&mut out.values[at * width..(at + 1) * width], slot);
         }
         Ok(opened)
+    }
+}
+
+/// A duplicate's value `slot` meets the last leaf's value `into` under the
+/// policy `First`, `Last` or `Sum` (`Error` is the caller's to report). `W`
+/// is the value width (0: any).
+#[inline(always)]
+fn merge_duplicate<const W: usize>(slots: &Slots<'_>, duplicates: Duplicates, into: &mut [u8], slot: &[u8]) {
+    match duplicates {
+        // Sums were checked possible (`Slots::can_sum`) before the build.
+        Duplicates::Sum => {
+            let _ = slots.add_slot(into, slot);
+        }
+        Duplicates::Last => copy_slot::<W>(into, slot),
+        Duplicates::First | Duplicates::Error => {}
     }
 }
 

@@ -548,10 +548,15 @@ pub(crate) mod testing {
                 .zip(&self.le_levels)
                 .map(|((p, c), (lp, lc))| Level { pos: array(p, lp), crd: array(c, lc) })
                 .collect();
+            self.view_over(&levels)
+        }
+
+        /// A view of this tree's shape and order over `levels` (no values).
+        fn view_over<'a>(&self, levels: &[Level<'a>]) -> CsfView<'a> {
             CsfView::builder(ElementType::U8, &self.shape)
                 .mode_order(&self.order)
                 .nnz(0)
-                .levels(&levels)
+                .levels(levels)
                 .values(&[])
                 .build()
                 .unwrap()
@@ -572,13 +577,7 @@ pub(crate) mod testing {
                 })
                 .collect();
             assert!(levels.iter().all(|l| l.pos.as_native().is_none() || l.pos.is_empty()));
-            CsfView::builder(ElementType::U8, &self.shape)
-                .mode_order(&self.order)
-                .nnz(0)
-                .levels(&levels)
-                .values(&[])
-                .build()
-                .unwrap()
+            self.view_over(&levels)
         }
     }
 }
