@@ -511,17 +511,11 @@ pub(crate) mod testing {
             Self { shape: shape.to_vec(), order: order.to_vec(), levels, le_levels }
         }
 
-        /// The spec's example: shape [2, 3, 4], identity order.
+        /// The spec's example: shape [2, 3, 4], identity order (its arrays
+        /// are `csf_testdata::tree::Tree::spec_example`'s).
         pub fn spec_example() -> Self {
-            Self::new(
-                &[2, 3, 4],
-                &[0, 1, 2],
-                vec![
-                    (vec![0, 2], vec![0, 1]),
-                    (vec![0, 2, 3], vec![0, 2, 1]),
-                    (vec![0, 1, 2, 4], vec![1, 3, 0, 2]),
-                ],
-            )
+            let tree = csf_testdata::tree::Tree::spec_example();
+            Self::new(&tree.shape, &tree.mode_order, tree.levels)
         }
 
         /// The tree `csf_testdata::reference_csf` builds from a synthetic COO.
