@@ -690,7 +690,7 @@ mod tests {
         }
         // A sample of the entries (every prefix of every entry made the
         // damaged-tree proptest twenty times slower).
-        for (coords, _) in for_each(&view, false).iter().step_by(if cfg!(miri) { 41 } else { 17 }) {
+        for (coords, _) in for_each(&view, false).iter().step_by(if cfg!(miri) { 23 } else { 17 }) {
             for k in 0..coords.len() {
                 check_subtree(&view, &unaligned, &coords[..k]);
             }
@@ -739,9 +739,9 @@ mod tests {
             (&[4, 5, 6, 7], &[3, 1, 0, 2], None),
             (&[4, 5, 6, 7], &[0, 1, 2, 3], Some(2.0)),
         ] {
-            // Smaller trees under Miri (`cargo xtask miri`), where each walk costs a
-            // thousand times more.
-            let arrays = Arrays::synthetic(shape, order, if cfg!(miri) { 120 } else { 800 }, skew, 3);
+            // Smaller trees under Miri (`cargo xtask miri`), where each walk costs
+            // thousands of times more.
+            let arrays = Arrays::synthetic(shape, order, if cfg!(miri) { 48 } else { 800 }, skew, 3);
             let seen = check(&arrays);
             assert_eq!(seen.len(), arrays.levels().last().unwrap().1.len());
             assert!(seen.iter().enumerate().all(|(i, (_, leaf))| i == *leaf));
@@ -794,7 +794,8 @@ mod tests {
         ) {
             let shape: &[u64] = if rank4 { &[3, 4, 5, 6] } else { &[4, 6, 9] };
             let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
-            let mut levels = Arrays::synthetic(shape, &order, 120, None, seed).into_levels();
+            // Smaller trees under Miri (`cargo xtask miri`), as above.
+            let mut levels = Arrays::synthetic(shape, &order, if cfg!(miri) { 48 } else { 120 }, None, seed).into_levels();
             let rank = shape.len();
             for (leaf, at, value) in damage {
                 let pos = &mut levels[if leaf { rank - 1 } else { rank - 2 }].0;

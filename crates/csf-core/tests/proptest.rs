@@ -11,12 +11,22 @@ use csf_testdata::tree::Tree;
 use csf_testdata::{reference_csf, TestTensor};
 use proptest::prelude::*;
 
+/// The most entries drawn for a tensor (fewer under Miri, `cargo xtask miri`).
+const ENTRIES: usize = if cfg!(miri) { 30 } else { 80 };
+
 /// A random tensor: shape (extents 0..=6, at most 6^4 cells), entries with
 /// duplicates possible, random absent-index probes, and a mode order.
 fn tensor() -> impl Strategy<Value = (TestTensor, Vec<u32>, Vec<Vec<u64>>)> {
     (3usize..=6)
         .prop_flat_map(|rank| {
-            let max_extent = if rank <= 4 { 6u64 } else { 4 };
+            // Under Miri (`cargo xtask miri`), where every lookup costs
+            // thousands of times more, smaller extents: at most 4^4 or 3^6
+            // cells instead of 6^4 or 4^6, each looked up in the sweep.
+            let max_extent = match (cfg!(miri), rank <= 4) {
+                (false, true) => 6u64,
+                (false, false) | (true, true) => 4,
+                (true, false) => 3,
+            };
             // A zero extent (so nnz = 0) is drawn about once in 12 dimensions.
             let extent = prop_oneof![1 => Just(0u64), 11 => 1..=max_extent];
             let shape = prop::collection::vec(extent, rank);
@@ -25,7 +35,8 @@ fn tensor() -> impl Strategy<Value = (TestTensor, Vec<u32>, Vec<Vec<u64>>)> {
         })
         .prop_flat_map(|(shape, order)| {
             let rank = shape.len();
-            let raw = prop::collection::vec((prop::collection::vec(any::<u64>(), rank), 1u32..=1000), 0..80);
+            let raw =
+                prop::collection::vec((prop::collection::vec(any::<u64>(), rank), 1u32..=1000), 0..ENTRIES);
             let probes = prop::collection::vec(prop::collection::vec(any::<u64>(), rank), 20);
             (Just(shape), Just(order), raw, probes)
         })

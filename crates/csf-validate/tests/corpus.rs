@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use csf_core::{CooOrder, CsfView, DenseError, LookupError, Value};
 use csf_testdata::corpus::{self, Case, Expect};
@@ -38,12 +39,20 @@ fn rule_by_id(id: &str) -> Option<Rule> {
     Rule::ALL.iter().copied().find(|r| r.id() == id)
 }
 
+/// The corpus, generated once for all the tests here (it takes about a
+/// minute under Miri, `cargo xtask miri`); `generator_is_deterministic`
+/// generates it again.
+fn cases() -> &'static [Case] {
+    static CASES: OnceLock<Vec<Case>> = OnceLock::new();
+    CASES.get_or_init(corpus::corpus)
+}
+
 #[test]
 fn committed_corpus_matches_the_generator() {
-    let cases = corpus::corpus();
+    let cases = cases();
     let dir = Path::new(DIR);
     if blessing() {
-        let n = corpus::write_dir(dir, &cases).expect("write the corpus");
+        let n = corpus::write_dir(dir, cases).expect("write the corpus");
         eprintln!("wrote {n} corpus files and {} to {}", corpus::MANIFEST, dir.display());
     }
     let hint = "the committed corpus differs from csf_testdata::corpus(): run `cargo xtask corpus` \
@@ -62,27 +71,27 @@ fn committed_corpus_matches_the_generator() {
         stale.is_empty() && missing.is_empty(),
         "stale files {stale:?}, missing files {missing:?}; {hint}"
     );
-    for case in &cases {
+    for case in cases {
         let path = dir.join(format!("{}.{}", case.name, corpus::EXTENSION));
         let bytes = std::fs::read(&path).expect("read corpus file");
         assert!(bytes == case.bytes, "{} differs from the generator; {hint}", path.display());
     }
     let manifest = std::fs::read_to_string(dir.join(corpus::MANIFEST)).expect("read MANIFEST.tsv");
-    assert_eq!(manifest, corpus::manifest(&cases), "MANIFEST.tsv differs; {hint}");
+    assert_eq!(manifest, corpus::manifest(cases), "MANIFEST.tsv differs; {hint}");
 }
 
 #[test]
 fn generator_is_deterministic() {
-    assert_eq!(corpus::corpus(), corpus::corpus());
+    assert_eq!(corpus::corpus(), cases());
 }
 
 #[test]
 fn corpus_is_large_and_covers_every_rule() {
-    let cases = corpus::corpus();
+    let cases = cases();
     assert!(cases.len() >= 60, "only {} corpus files", cases.len());
 
     let mut covered = BTreeMap::<&str, usize>::new();
-    for case in &cases {
+    for case in cases {
         if let Expect::Strict { rule, permissive_ok } = case.expect {
             let known = rule_by_id(rule).unwrap_or_else(|| panic!("{}: unknown rule id {rule}", case.name));
             assert_eq!(permissive_ok, !known.is_structural(), "{}: permissive_ok", case.name);
@@ -197,7 +206,7 @@ fn check_expectation(case: &Case) -> Result<(), String> {
 
 #[test]
 fn every_file_gets_its_expected_verdict() {
-    let failures: Vec<String> = corpus::corpus()
+    let failures: Vec<String> = cases()
         .iter()
         .filter_map(|case| check_expectation(case).err().map(|e| format!("{}: {e}", case.name)))
         .collect();
@@ -209,7 +218,7 @@ fn every_file_gets_its_expected_verdict() {
 /// buffer's start may lie past it), a violation inside the buffer it is about.
 #[test]
 fn every_error_names_a_byte_where_it_can() {
-    for case in corpus::corpus() {
+    for case in cases() {
         let container = match Container::decode(&case.bytes) {
             Ok(container) => container,
             Err(e) => {
@@ -365,7 +374,9 @@ fn exercise(view: &CsfView<'_>, valid: bool, seed: u64) {
         let _ = view.get_f64(&s.index);
     }
     let mut rng = Rng::new(seed);
-    for _ in 0..64 {
+    // Fewer under Miri (`cargo xtask miri`), where these lookups in every
+    // file took most of the test's four minutes.
+    for _ in 0..if cfg!(miri) { 8 } else { 64 } {
         let index: Vec<u64> = view.shape().iter().map(|&e| if e == 0 { 0 } else { rng.below(e) }).collect();
         let result = view.find(&index);
         if view.shape().contains(&0) {
@@ -404,7 +415,7 @@ fn exercise(view: &CsfView<'_>, valid: bool, seed: u64) {
 fn every_accessor_is_total_on_every_file_permissive_accepts() {
     let mut exercised = 0;
     let mut failures = Vec::new();
-    for (seed, case) in corpus::corpus().iter().enumerate() {
+    for (seed, case) in cases().iter().enumerate() {
         let Ok(container) = Container::decode(&case.bytes) else { continue };
         let Ok(view) = validate_permissive(&container) else { continue };
         let valid = case.expect == Expect::Valid;
@@ -425,7 +436,7 @@ fn every_accessor_is_total_on_every_file_permissive_accepts() {
 /// The `valid-type-*` files hold `corpus::sample_values` in every element type.
 #[test]
 fn typed_files_hold_the_sample_values() {
-    let cases = corpus::corpus();
+    let cases = cases();
     for &ty in ElementType::ALL {
         let name = format!("valid-type-{}", ty.name());
         let case = cases.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no case {name}"));

@@ -11,12 +11,23 @@ fn minifloat(v: f64, exp_bits: u32, man_bits: u32, bias: i32) -> u64 {
     if a == 0.0 {
         return sign;
     }
-    let e = a.log2().floor() as i32;
-    let scaled = (a / 2f64.powi(e) - 1.0) * f64::from(1u32 << man_bits);
-    assert_eq!(scaled, scaled.round(), "{v} is not exact in this format");
+    // The exponent and mantissa from the bits, not from `log2` and `powi`,
+    // which need not be exact (Miri perturbs them, as the standard library
+    // allows, and then a power of two's `log2().floor()` can be one short).
+    let (e, mantissa) = f64_parts(a);
+    let dropped = 52 - man_bits;
+    assert_eq!(mantissa & ((1u64 << dropped) - 1), 0, "{v} is not exact in this format");
     let biased = e + bias;
     assert!(biased > 0 && biased < (1 << exp_bits), "{v} is not a normal number in this format");
-    sign | (biased as u64) << man_bits | scaled as u64
+    sign | (biased as u64) << man_bits | mantissa >> dropped
+}
+
+/// The unbiased exponent and the 52 stored mantissa bits of `a`, a normal
+/// positive `f64`: `a == (1 + mantissa / 2^52) * 2^exponent` exactly.
+fn f64_parts(a: f64) -> (i32, u64) {
+    assert!(a.is_normal() && a > 0.0, "{a} is not a normal positive number");
+    let bits = a.to_bits();
+    (((bits >> 52) & 0x7ff) as i32 - 1023, bits & ((1u64 << 52) - 1))
 }
 
 /// The raw bits of one value of `ty` (small integers and simple floats only).
@@ -37,8 +48,9 @@ fn value_bits(ty: ElementType, v: f64) -> u64 {
         ElementType::F8E4M3 => minifloat(v, 4, 3, 7),
         ElementType::F8E5M2 => minifloat(v, 5, 2, 15),
         ElementType::E8M0 => {
-            assert!(v > 0.0 && v.log2().fract() == 0.0, "{v} is not a power of two");
-            (v.log2() as i64 + 127) as u64
+            let (e, mantissa) = f64_parts(v);
+            assert_eq!(mantissa, 0, "{v} is not a power of two");
+            (i64::from(e) + 127) as u64
         }
         ElementType::F6E2M3 => minifloat(v, 2, 3, 1),
         ElementType::F6E3M2 => minifloat(v, 3, 2, 3),
