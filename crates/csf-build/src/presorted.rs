@@ -257,24 +257,21 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
     /// The tree of input already in storage order, written as it is read;
     /// `Ok(None)` at the first entry out of order or outside the shape.
     ///
-    /// Every array is reserved at its largest possible size and cut to what
-    /// was written at the end. `W` is the value width (0: the
+    /// Every array is allocated zeroed at its largest possible size and cut
+    /// to what was written at the end. `W` is the value width (0: the
     /// slots' own). The same tree as [`Walk::write`] of the run.
     fn one_pass<const W: usize>(&self) -> Result<Option<Output>, BuildError> {
         let rank = self.rank();
         let len = self.input.source.len;
-        let slots = self.input.slots;
-        let width = if W == 0 { slots.width } else { W };
-        let duplicates = self.input.options.duplicates;
+        let width = if W == 0 { self.input.slots.width } else { W };
         if !self.starts_sorted(ONE_PASS_PROBE) {
             return Ok(None);
         }
         // Level L holds at most min(len, extent_0 * .. * extent_L) nodes, and
-        // pos_L one more than level L - 1: each array is reserved at its
-        // bound, written without ever moving, and cut to size at the end.
-        // Only the pages written are ever touched (a large reservation is a
-        // memory map whose untouched tail costs no memory and is unmapped by
-        // the cut), where growing an array copied it several times over.
+        // pos_L one more than level L - 1. A large zeroed allocation is a
+        // fresh memory map: only the pages written are ever touched, the
+        // untouched tail costs no memory and the cut unmaps it (where growing
+        // an array copied it several times over).
         let mut bound = 1usize;
         let bounds: Vec<usize> = self.extents[..rank]
             .iter()
@@ -283,26 +280,53 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 bound
             })
             .collect();
-        let mut crds: Vec<Vec<u64>> = bounds.iter().map(|&n| Vec::with_capacity(n)).collect();
-        let mut poss: Vec<Vec<u64>> = (0..rank)
-            .map(|level| Vec::with_capacity(if level == 0 { 2 } else { bounds[level - 1] + 1 }))
-            .collect();
-        let mut values: Vec<u8> = Vec::with_capacity(len * width);
+        let mut crds: Vec<Vec<u64>> = bounds.iter().map(|&n| vec![0; n]).collect();
+        let mut poss: Vec<Vec<u64>> =
+            (0..rank).map(|level| vec![0; if level == 0 { 2 } else { bounds[level - 1] + 1 }]).collect();
+        let mut values = vec![0u8; len * width];
+        let mut out = Arrays::over(&mut crds, &mut poss, &mut values);
+        let Some(opened) = self.stream::<W>(&mut out)? else { return Ok(None) };
+        Ok(Some(close(poss, crds, values, &opened, width)))
+    }
+
+    /// [`Walk::one_pass`]'s walk: each entry's storage-order tuple is read
+    /// once, compared with the last kept entry's (kept in locals, which the
+    /// compiler holds in registers for a constant rank), and written from
+    /// its split level down. Returns the nodes written per level, or `None`
+    /// at the first entry out of order or outside the shape.
+    #[inline(always)]
+    fn stream<const W: usize>(&self, out: &mut Arrays<'_>) -> Result<Option<[usize; MAX_RANK]>, BuildError> {
+        let rank = self.rank();
+        let leaf = rank - 1;
+        let slots = self.input.slots;
+        let width = if W == 0 { slots.width } else { W };
+        let (duplicates, drop_zeros) = (self.input.options.duplicates, self.input.options.drop_zeros);
+        let mut opened = [0usize; MAX_RANK];
+        let mut last = [0u64; MAX_RANK];
         let mut prev: Option<usize> = None;
         let mut first_duplicate = None;
-        for entry in 0..len {
-            let (order, split, inside) = self.step(prev, entry);
-            if !inside || order == Ordering::Less {
+        for entry in 0..self.input.source.len {
+            let mut tuple = [0u64; MAX_RANK];
+            let mut inside = true;
+            for (level, coord) in tuple.iter_mut().enumerate().take(rank) {
+                *coord = self.tuples.get(entry, level);
+                inside &= *coord < self.extents[level];
+            }
+            // The first level where the tuple leaves the last one's path
+            // (`rank`: the same tuple); every level for the first entry.
+            let split =
+                if prev.is_some() { (0..rank).find(|&l| tuple[l] != last[l]).unwrap_or(rank) } else { 0 };
+            if !inside || (split < rank && tuple[split] < last[split] && prev.is_some()) {
                 return Ok(None);
             }
-            if !self.kept(entry) {
+            if drop_zeros && slots.is_zero(entry) {
                 continue;
             }
             let slot = slots.slot(entry);
-            let Some(split) = split else {
+            if split == rank {
                 // The same tuple as `prev`: a duplicate meets the last leaf's value.
-                let at = values.len().saturating_sub(width);
-                let into = values.get_mut(at..).unwrap_or_default();
+                let at = opened[leaf] - 1;
+                let into = &mut out.values[at * width..(at + 1) * width];
                 // Under `Error`, reported once the whole input proved sorted:
                 // before that, a stray further on may make another pair the
                 // first duplicate in storage order.
@@ -312,36 +336,24 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 merge_duplicate::<W>(slots, duplicates, into, slot);
                 prev = Some(entry);
                 continue;
-            };
+            }
             prev = Some(entry);
             for level in split..rank {
                 if level > split {
                     // The node just opened at level - 1 starts its children here.
-                    poss[level].push(crds[level].len() as u64);
+                    out.pos[level][opened[level - 1] - 1] = opened[level] as u64;
                 }
-                crds[level].push(self.tuples.get(entry, level));
+                out.crd[level][opened[level]] = tuple[level];
+                last[level] = tuple[level];
+                opened[level] += 1;
             }
-            // A fixed-width copy: a `memcpy` call per value would cost more
-            // than the rest of the loop.
-            match <&[u8; W]>::try_from(slot) {
-                Ok(fixed) if W > 0 => values.extend_from_slice(fixed),
-                _ => values.extend_from_slice(slot),
-            }
+            let at = opened[leaf] - 1;
+            copy_slot::<W>(&mut out.values[at * width..(at + 1) * width], slot);
         }
         if let Some((first, second)) = first_duplicate {
             return Err(self.input.source.duplicate(first, second));
         }
-        // Close each level's pointers: the last node of level L - 1 ends at n_L.
-        for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
-            if level == 0 {
-                pos.push(0);
-            }
-            pos.push(crd.len() as u64);
-            pos.shrink_to_fit();
-            crd.shrink_to_fit();
-        }
-        values.shrink_to_fit();
-        Ok(Some((poss.into_iter().zip(crds).collect(), values)))
+        Ok(Some(opened))
     }
 
     /// Whether the first `probe` entries (the kept ones) lie inside the
@@ -431,13 +443,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         let mut poss: Vec<Vec<u64>> =
             (0..rank).map(|level| vec![0; if level == 0 { 2 } else { sizes[level - 1] + 1 }]).collect();
         let mut values = vec![0u8; sizes[rank - 1] * width];
-        let mut out = Arrays {
-            crd: std::array::from_fn(|_| Default::default()),
-            pos: std::array::from_fn(|_| Default::default()),
-            values: &mut values,
-        };
-        out.crd.iter_mut().zip(&mut crds).for_each(|(c, v)| *c = v);
-        out.pos.iter_mut().zip(&mut poss).for_each(|(p, v)| *p = v);
+        let mut out = Arrays::over(&mut crds, &mut poss, &mut values);
         // The value copy specialised by width: a `memcpy` call per value
         // would cost more than the rest of the loop.
         let opened = match width {
@@ -447,15 +453,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             8 => self.fill::<8>(&mut out, strays),
             _ => self.fill::<0>(&mut out, strays),
         }?;
-        // Close each level's pointers: the last node of level L - 1 ends at n_L.
-        for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
-            let parents = if level == 0 { 1 } else { opened[level - 1] };
-            cut(pos, parents + 1);
-            cut(crd, opened[level]);
-            pos[parents] = opened[level] as u64;
-        }
-        cut(&mut values, opened[rank - 1] * width);
-        Ok((poss.into_iter().zip(crds).collect(), values))
+        Ok(close(poss, crds, values, &opened, width))
     }
 
     /// The walk that writes: every entry opens a node at each level from its
@@ -517,6 +515,27 @@ fn merge_duplicate<const W: usize>(slots: &Slots<'_>, duplicates: Duplicates, in
         Duplicates::Last => copy_slot::<W>(into, slot),
         Duplicates::First | Duplicates::Error => {}
     }
+}
+
+/// The output of a walk that wrote `opened[L]` nodes at each level into
+/// arrays of at least that size: each array cut to what was written, and
+/// each level's pointers closed (the last node of level L - 1 ends at n_L).
+fn close(
+    mut poss: Vec<Vec<u64>>,
+    mut crds: Vec<Vec<u64>>,
+    mut values: Vec<u8>,
+    opened: &[usize; MAX_RANK],
+    width: usize,
+) -> Output {
+    let rank = crds.len();
+    for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
+        let parents = if level == 0 { 1 } else { opened[level - 1] };
+        cut(pos, parents + 1);
+        cut(crd, opened[level]);
+        pos[parents] = opened[level] as u64;
+    }
+    cut(&mut values, opened[rank - 1] * width);
+    (poss.into_iter().zip(crds).collect(), values)
 }
 
 /// `v` cut to `len` elements, its spare memory returned when there is any.
@@ -582,6 +601,19 @@ struct Arrays<'a> {
     crd: [&'a mut [u64]; MAX_RANK],
     pos: [&'a mut [u64]; MAX_RANK],
     values: &'a mut [u8],
+}
+
+impl<'a> Arrays<'a> {
+    fn over(crds: &'a mut [Vec<u64>], poss: &'a mut [Vec<u64>], values: &'a mut [u8]) -> Self {
+        let mut out = Arrays {
+            crd: std::array::from_fn(|_| Default::default()),
+            pos: std::array::from_fn(|_| Default::default()),
+            values,
+        };
+        out.crd.iter_mut().zip(crds).for_each(|(c, v)| *c = v);
+        out.pos.iter_mut().zip(poss).for_each(|(p, v)| *p = v);
+        out
+    }
 }
 
 /// The entries set aside from the run.
