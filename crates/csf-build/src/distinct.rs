@@ -22,11 +22,17 @@
 //! per set that `Auto` ran before held.
 
 use std::collections::HashMap;
-use std::ops::{BitAnd, BitOr, Range};
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use crate::{Indices, Source};
+
+mod bitmap;
+mod pass;
+
+use bitmap::Bitmap;
+use pass::{KeyArrays, Plan};
 
 /// A set of dimensions: bit `d` stands for dimension `d`.
 pub(crate) type Dims = u64;
@@ -37,7 +43,7 @@ pub(crate) fn dims_of(set: Dims) -> impl Iterator<Item = usize> {
 }
 
 /// Bits that hold every coordinate below `extent`.
-fn bits_below(extent: u64) -> u32 {
+pub(super) fn bits_below(extent: u64) -> u32 {
     64 - extent.saturating_sub(1).leading_zeros()
 }
 
@@ -55,18 +61,8 @@ const BITS_PER_ENTRY: u64 = 128;
 /// Bitmap bits always allowed, however few the entries (512 bytes: zeroing
 /// and counting a bigger bitmap would cost more than hashing a few entries).
 const MIN_BITS: u64 = 1 << 12;
-/// The most buckets of a partition pass: 512 write streams stay within the
-/// TLB's reach (sort.rs measured the same for its scatter).
-const BUCKET_BITS: u32 = 9;
-/// The number of entries a bucket aims at when there are too few entries to
-/// fill `2^BUCKET_BITS` buckets of it.
-const BUCKET_ENTRIES: usize = 1024;
-/// A bucket part up to this many keys is counted in one hash table (of
-/// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
-/// split by hash first.
-const TABLE_KEYS: usize = 1 << 15;
 /// The smallest chunk of input worth a parallel task.
-const MIN_CHUNK: usize = 1 << 15;
+pub(super) const MIN_CHUNK: usize = 1 << 15;
 
 /// Distinct-projection counts, exact, computed on demand and kept.
 pub(crate) struct Counter<'a> {
@@ -205,57 +201,15 @@ impl<'a> Counter<'a> {
     }
 }
 
-/// A dense set's bitmap: a bit per cell, the cell of an entry in mixed
-/// radix (exact whatever the extents).
-struct Bitmap {
-    set: Dims,
-    dims: Vec<usize>,
-    strides: [u64; 64],
-    words: Vec<u64>,
-}
-
-impl Bitmap {
-    fn new(shape: &[u64], set: Dims) -> Self {
-        let dims: Vec<usize> = dims_of(set).collect();
-        // A dense set's cells fit `u64`, but with an extent of 0 (and so no
-        // entries) a partial product of the others may not: saturate, the
-        // strides are then never used.
-        let product = |dims: &[usize]| dims.iter().map(|&d| shape[d]).fold(1, u64::saturating_mul);
-        let mut strides = [0u64; 64];
-        for (i, stride) in strides.iter_mut().enumerate().take(dims.len()) {
-            *stride = product(&dims[i + 1..]);
-        }
-        let cells = product(&dims);
-        Self { set, dims, strides, words: vec![0u64; cells.div_ceil(64) as usize] }
-    }
-
-    /// Sets the bits of the entries of `range`.
-    fn fill(&mut self, source: &Source<'_>, range: Range<usize>) {
-        // Fixed widths for the common sizes: the loop over dimensions unrolls.
-        match self.dims.len() {
-            1 => self.fill_with::<1>(source, range),
-            2 => self.fill_with::<2>(source, range),
-            3 => self.fill_with::<3>(source, range),
-            4 => self.fill_with::<4>(source, range),
-            _ => self.fill_with::<0>(source, range),
-        }
-    }
-
-    /// `fill` for sets of `N` dimensions (`N = 0`: any number).
-    fn fill_with<const N: usize>(&mut self, source: &Source<'_>, range: Range<usize>) {
-        let k = if N == 0 { self.dims.len() } else { N };
-        let (strides, words) = (&self.strides, &mut self.words);
-        project(source, &self.dims, range, |_, c| {
-            let cell = (0..k).map(|i| c[i] * strides[i]).sum::<u64>() as usize;
-            words[cell >> 6] |= 1 << (cell & 63);
-        });
-    }
-}
-
 /// Calls `f(entry, coords)` for every entry of `range`, where `coords[i]` is
 /// the entry's coordinate of dimension `dims[i]`.
 #[inline(always)]
-fn project(source: &Source<'_>, dims: &[usize], range: Range<usize>, mut f: impl FnMut(usize, &[u64])) {
+pub(super) fn project(
+    source: &Source<'_>,
+    dims: &[usize],
+    range: Range<usize>,
+    mut f: impl FnMut(usize, &[u64]),
+) {
     let mut c = [0u64; 64];
     let k = dims.len();
     match source.indices {
@@ -289,312 +243,6 @@ fn by_comparison(source: &Source<'_>, set: Dims) -> u64 {
     entries.sort_unstable_by(|&x, &y| tuple(x).cmp(tuple(y)));
     let distinct = entries.windows(2).filter(|w| tuple(w[0]).ne(tuple(w[1]))).count();
     (distinct + usize::from(!entries.is_empty())) as u64
-}
-
-/// An unsigned packed key: `u64`, or `u128` for wider projections.
-trait PackedKey:
-    Copy + Eq + Send + Sync + Default + BitOr<Output = Self> + BitAnd<Output = Self> + 'static
-{
-    /// The empty slot of a hash table (a key can equal it: see `Scratch::table_count`).
-    const EMPTY: Self;
-    /// `self << shift | v`.
-    fn shl_or(self, shift: u32, v: Self) -> Self;
-    fn from_u64(v: u64) -> Self;
-    /// The low `bits` bits set.
-    fn ones(bits: u32) -> Self;
-    /// A one-to-one map that spreads the bits (so distinct keys stay
-    /// distinct): computed once per key, before the key is counted.
-    fn premix(self) -> Self;
-    /// 64 well-spread bits of a premixed key, to pick a part and a slot.
-    fn spread(self) -> u64;
-    /// The kept array for keys of this type.
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self>;
-}
-
-/// Key arrays of both widths, reused by the passes of one `Counter`.
-#[derive(Default)]
-struct KeyArrays {
-    narrow: Vec<u64>,
-    wide: Vec<u128>,
-}
-
-impl PackedKey for u64 {
-    const EMPTY: Self = u64::MAX;
-    #[inline]
-    fn shl_or(self, shift: u32, v: Self) -> Self {
-        self.checked_shl(shift).unwrap_or(0) | v
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        v
-    }
-    fn ones(bits: u32) -> Self {
-        u64::MAX.checked_shr(64 - bits).unwrap_or(0)
-    }
-    /// MurmurHash3's finaliser, a bijection: packed coordinates are far from
-    /// random (masked fields are zero, the rest small).
-    #[inline]
-    fn premix(self) -> Self {
-        let mut h = self ^ (self >> 33);
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-    #[inline]
-    fn spread(self) -> u64 {
-        self
-    }
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        arrays.wide = Vec::new(); // one key array at a time
-        &mut arrays.narrow
-    }
-}
-
-impl PackedKey for u128 {
-    const EMPTY: Self = u128::MAX;
-    #[inline]
-    fn shl_or(self, shift: u32, v: Self) -> Self {
-        self.checked_shl(shift).unwrap_or(0) | v
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        u128::from(v)
-    }
-    fn ones(bits: u32) -> Self {
-        u128::MAX.checked_shr(128 - bits).unwrap_or(0)
-    }
-    /// No cheap bijection mixes 128 bits as well: `spread` hashes instead.
-    #[inline]
-    fn premix(self) -> Self {
-        self
-    }
-    #[inline]
-    fn spread(self) -> u64 {
-        ((self as u64) ^ ((self >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).premix()
-    }
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        arrays.narrow = Vec::new(); // one key array at a time
-        &mut arrays.wide
-    }
-}
-
-/// A partition pass: the packed-key layout and the sets it counts.
-struct Plan {
-    /// The dimensions packed into a key, `a` first (in the highest bits).
-    dims: Vec<usize>,
-    /// Each packed dimension's field width.
-    widths: Vec<u32>,
-    /// Key bits in all.
-    bits: u32,
-    /// Per set, which of `dims` it holds (bit `i` for `dims[i]`).
-    fields: Vec<u64>,
-}
-
-impl Plan {
-    fn new(shape: &[u64], a: usize, sets: &[Dims]) -> Self {
-        let union = sets.iter().fold(0, |u, &s| u | s);
-        let dims: Vec<usize> = std::iter::once(a).chain(dims_of(union).filter(|&d| d != a)).collect();
-        let widths: Vec<u32> = dims.iter().map(|&d| bits_below(shape[d])).collect();
-        let fields = sets
-            .iter()
-            .map(|&set| {
-                dims.iter().enumerate().filter(|&(_, &d)| set >> d & 1 == 1).fold(0, |m, (i, _)| m | 1 << i)
-            })
-            .collect();
-        Self { bits: widths.iter().sum(), dims, widths, fields }
-    }
-
-    /// Per set, the mask of its fields in a key: `key & mask` is its projection.
-    fn masks<K: PackedKey>(&self) -> Vec<K> {
-        let field =
-            |fields: u64, i: usize| if fields >> i & 1 == 1 { K::ones(self.widths[i]) } else { K::default() };
-        let mask = |&fields: &u64| {
-            (0..self.dims.len()).fold(K::default(), |m, i| m.shl_or(self.widths[i], field(fields, i)))
-        };
-        self.fields.iter().map(mask).collect()
-    }
-
-    /// Scatters the keys into buckets by `a`'s top bits, then counts each set's
-    /// distinct masked keys per bucket and adds them up.
-    fn run<K: PackedKey>(&self, source: &Source<'_>, arrays: &mut KeyArrays, parallel: bool) -> Vec<u64> {
-        // Fewer buckets for fewer entries: a bucket of a few thousand keys
-        // fills its table well; no more than `a`'s bits, so that a bucket
-        // holds whole groups of equal `a`.
-        let want = usize::BITS - (source.len / BUCKET_ENTRIES).leading_zeros();
-        let bucket_bits = self.widths[0].min(BUCKET_BITS).min(want);
-        let shift = self.widths[0] - bucket_bits;
-        let keys = K::array(arrays);
-        let starts = self.scatter::<K>(source, keys, shift, 1 << bucket_bits, parallel);
-        let keys = &keys[..];
-        let masks = self.masks::<K>();
-        let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
-        let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
-            masks.iter().map(|&m| scratch.distinct(&keys[range.clone()], m)).collect()
-        };
-        let per_bucket: Vec<Vec<u64>> = if parallel {
-            ranges.into_par_iter().map_init(Scratch::default, count).collect()
-        } else {
-            let mut scratch = Scratch::default();
-            ranges.into_iter().map(|r| count(&mut scratch, r)).collect()
-        };
-        (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
-    }
-
-    /// Every entry's packed key, grouped into buckets by `coord(a) >> shift`;
-    /// bucket `b` is `keys[starts[b]..starts[b + 1]]`. Chunks of entries count
-    /// their buckets, then write into disjoint sub-slices, in parallel.
-    fn scatter<K: PackedKey>(
-        &self,
-        source: &Source<'_>,
-        keys: &mut Vec<K>,
-        shift: u32,
-        buckets: usize,
-        parallel: bool,
-    ) -> Vec<usize> {
-        let chunks = chunks(source.len, parallel);
-        let count = |range: &Range<usize>| {
-            let mut counts = vec![0usize; buckets];
-            project(source, &self.dims[..1], range.clone(), |_, c| {
-                counts[c[0].checked_shr(shift).unwrap_or(0) as usize] += 1
-            });
-            counts
-        };
-        let counts: Vec<Vec<usize>> = if parallel {
-            chunks.par_iter().map(count).collect()
-        } else {
-            chunks.iter().map(count).collect()
-        };
-        let mut starts = vec![0usize; buckets + 1];
-        for b in 0..buckets {
-            starts[b + 1] = starts[b] + counts.iter().map(|c| c[b]).sum::<usize>();
-        }
-        keys.clear();
-        keys.resize(source.len, K::default());
-        // Each chunk's sub-slice of every bucket, chunk after chunk within a bucket.
-        let mut parts: Vec<Vec<&mut [K]>> = chunks.iter().map(|_| Vec::with_capacity(buckets)).collect();
-        let mut rest = &mut keys[..];
-        for b in 0..buckets {
-            for (chunk, part) in counts.iter().zip(&mut parts) {
-                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(chunk[b]);
-                part.push(mine);
-                rest = tail;
-            }
-        }
-        let write = |(range, part): (Range<usize>, Vec<&mut [K]>)| {
-            let mut slots: Vec<_> = part.into_iter().map(|p| p.iter_mut()).collect();
-            project(source, &self.dims, range, |_, c| {
-                let key =
-                    c.iter().zip(&self.widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c)));
-                if let Some(slot) = slots[c[0].checked_shr(shift).unwrap_or(0) as usize].next() {
-                    *slot = key;
-                }
-            });
-        };
-        if parallel {
-            chunks.into_par_iter().zip(parts).for_each(write);
-        } else {
-            chunks.into_iter().zip(parts).for_each(write);
-        }
-        starts
-    }
-}
-
-/// One thread's hash table and split buffer, reused from bucket to bucket.
-struct Scratch<K> {
-    table: Vec<K>,
-    split: Vec<K>,
-    starts: Vec<usize>,
-}
-
-impl<K> Default for Scratch<K> {
-    fn default() -> Self {
-        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new() }
-    }
-}
-
-impl<K: PackedKey> Scratch<K> {
-    /// The number of distinct `key & mask` over `keys`. A bucket too big for
-    /// one table in cache is split by hash into parts that each fit one.
-    fn distinct(&mut self, keys: &[K], mask: K) -> u64 {
-        if keys.len() <= TABLE_KEYS {
-            return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
-        }
-        let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
-        let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
-        let (mut split, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
-        starts.clear();
-        starts.resize((1 << part_bits) + 1, 0);
-        // `premix` twice rather than a third array of keys: memory stays at
-        // the keys and one copy, however big the bucket.
-        for &k in keys {
-            starts[part((k & mask).premix()) + 1] += 1;
-        }
-        for p in 0..1 << part_bits {
-            starts[p + 1] += starts[p];
-        }
-        split.clear();
-        split.resize(keys.len(), K::default());
-        // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
-        for &k in keys {
-            let v = (k & mask).premix();
-            let p = part(v);
-            split[starts[p]] = v;
-            starts[p] += 1;
-        }
-        let mut from = 0;
-        let mut total = 0;
-        for &to in &starts[..1 << part_bits] {
-            total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
-            from = to;
-        }
-        (self.split, self.starts) = (split, starts);
-        total
-    }
-
-    /// The number of distinct keys among `n` premixed keys, by linear
-    /// probing in a table of at least `2n` slots indexed by the `spread` bits
-    /// below its top `skip` (those chose the part the keys came from).
-    fn table_count(&mut self, keys: impl Iterator<Item = K>, n: usize, skip: u32) -> u64 {
-        let slot_bits = (2 * n).next_power_of_two().trailing_zeros().max(4);
-        let size = 1usize << slot_bits;
-        self.table.clear();
-        self.table.resize(size, K::EMPTY);
-        let (mut count, mut saw_empty) = (0u64, false);
-        let mut previous = None;
-        for k in keys {
-            // Sorted input repeats keys back to back: skip them without a
-            // probe (and its hard-to-predict branch).
-            if previous.replace(k) == Some(k) {
-                continue;
-            }
-            if k == K::EMPTY {
-                // Only with all-ones fields (extents of 2^64): counted aside.
-                saw_empty = true;
-                continue;
-            }
-            let mut i = ((k.spread() << skip) >> (64 - slot_bits)) as usize;
-            loop {
-                let slot = self.table[i];
-                if slot == k {
-                    break;
-                }
-                if slot == K::EMPTY {
-                    self.table[i] = k;
-                    count += 1;
-                    break;
-                }
-                i = (i + 1) & (size - 1);
-            }
-        }
-        count + u64::from(saw_empty)
-    }
-}
-
-/// Splits `0..n` into chunks: one when not `parallel`, else a few per thread.
-fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
-    let count = if parallel { (n / MIN_CHUNK).clamp(1, 4 * rayon::current_num_threads()) } else { 1 };
-    (0..count).map(|c| c * n / count..(c + 1) * n / count).collect()
 }
 
 #[cfg(test)]
