@@ -18,6 +18,10 @@ const BUCKET_ENTRIES: usize = 1024;
 /// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
 /// split by hash first.
 const TABLE_KEYS: usize = 1 << 15;
+/// A set whose cells within one bucket number at most `2^LOCAL_BITS` (512
+/// KiB of bitmap, within L2) is counted per bucket by a bitmap rather than a
+/// hash table: a bit set costs a fraction of a probe.
+const LOCAL_BITS: u32 = 22;
 
 /// An unsigned packed key: `u64`, or `u128` for wider projections.
 pub(super) trait PackedKey:
@@ -30,6 +34,8 @@ pub(super) trait PackedKey:
     fn from_u64(v: u64) -> Self;
     /// The low `bits` bits set.
     fn ones(bits: u32) -> Self;
+    /// The 64 bits of `self` from bit `shift` up (`shift` below the width).
+    fn low64(self, shift: u32) -> u64;
     /// A one-to-one map that spreads the bits (so distinct keys stay
     /// distinct): computed once per key, before the key is counted.
     fn premix(self) -> Self;
@@ -58,6 +64,10 @@ impl PackedKey for u64 {
     }
     fn ones(bits: u32) -> Self {
         u64::MAX.checked_shr(64 - bits).unwrap_or(0)
+    }
+    #[inline]
+    fn low64(self, shift: u32) -> u64 {
+        self >> shift
     }
     /// MurmurHash3's finaliser, a bijection: packed coordinates are far from
     /// random (masked fields are zero, the rest small).
@@ -91,6 +101,10 @@ impl PackedKey for u128 {
     }
     fn ones(bits: u32) -> Self {
         u128::MAX.checked_shr(128 - bits).unwrap_or(0)
+    }
+    #[inline]
+    fn low64(self, shift: u32) -> u64 {
+        (self >> shift) as u64
     }
     /// No cheap bijection mixes 128 bits as well: `spread` hashes instead.
     #[inline]
@@ -161,9 +175,15 @@ impl Plan {
         let starts = self.scatter::<K>(source, keys, shift, 1 << bucket_bits, parallel);
         let keys = &keys[..];
         let masks = self.masks::<K>();
+        let locals: Vec<Option<Local>> = self.fields.iter().map(|&f| self.local(f, bucket_bits)).collect();
         let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
         let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
-            masks.iter().map(|&m| scratch.distinct(&keys[range.clone()], m)).collect()
+            let keys = &keys[range];
+            let count = |(&m, local): (&K, &Option<Local>)| match local {
+                Some(local) => scratch.local_count(keys, local),
+                None => scratch.distinct(keys, m),
+            };
+            masks.iter().zip(&locals).map(count).collect()
         };
         let per_bucket: Vec<Vec<u64>> = if parallel {
             ranges.into_par_iter().map_init(Scratch::default, count).collect()
@@ -172,6 +192,28 @@ impl Plan {
             ranges.into_iter().map(|r| count(&mut scratch, r)).collect()
         };
         (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
+    }
+
+    /// The bucket-local cells of the set of `fields` (bit `i` for `dims[i]`,
+    /// which holds `dims[0]`), if few enough for a bitmap: the set's fields
+    /// of a key side by side, `a`'s without the top `bucket_bits`, which
+    /// are the bucket's.
+    fn local(&self, fields: u64, bucket_bits: u32) -> Option<Local> {
+        let mut shift = self.bits;
+        let mut local = Local { fields: Vec::new(), bits: 0 };
+        for (i, &width) in self.widths.iter().enumerate() {
+            shift -= width;
+            let width = if i == 0 { width - bucket_bits } else { width };
+            if fields >> i & 1 == 1 && width > 0 {
+                // Fields side by side in the key take one step.
+                match local.fields.last_mut() {
+                    Some(last) if last.0 == shift + width => *last = (shift, last.1 + width),
+                    _ => local.fields.push((shift, width)),
+                }
+                local.bits += width;
+            }
+        }
+        (local.bits <= LOCAL_BITS).then_some(local)
     }
 
     /// Every entry's packed key, grouped into buckets by `coord(a) >> shift`;
@@ -233,20 +275,87 @@ impl Plan {
     }
 }
 
-/// One thread's hash table and split buffer, reused from bucket to bucket.
+/// Where a set's projection of a key lies among a bucket's cells.
+struct Local {
+    /// `(shift, width)` of each of the set's fields in a key, highest first.
+    fields: Vec<(u32, u32)>,
+    /// Bits of a cell.
+    bits: u32,
+}
+
+impl Local {
+    /// `(shift, mask, shift)` of each field: from the key, and into the cell.
+    fn steps<const N: usize>(&self) -> [(u32, u64, u32); N] {
+        let mut steps = [(0, 0, 0); N];
+        let mut into = self.bits;
+        for (step, &(shift, width)) in steps.iter_mut().zip(&self.fields) {
+            into -= width;
+            *step = (shift, (1 << width) - 1, into);
+        }
+        steps
+    }
+}
+
+/// The cell of `key` by `steps` (from `Local::steps`).
+#[inline(always)]
+fn cell_of<K: PackedKey, const N: usize>(key: K, steps: &[(u32, u64, u32); N]) -> usize {
+    steps.iter().fold(0, |c, &(shift, mask, into)| c | (key.low64(shift) & mask) << into) as usize
+}
+
+/// One thread's hash table, split buffer and bitmap, reused from bucket to bucket.
 struct Scratch<K> {
     table: Vec<K>,
     split: Vec<K>,
     starts: Vec<usize>,
+    /// All zero between buckets.
+    bitmap: Vec<u64>,
 }
 
 impl<K> Default for Scratch<K> {
     fn default() -> Self {
-        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new() }
+        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new(), bitmap: Vec::new() }
     }
 }
 
 impl<K: PackedKey> Scratch<K> {
+    /// The number of distinct cells of `keys` by a bit per cell, cleared
+    /// again after: whole when no bigger than the keys, else word by word.
+    fn local_count(&mut self, keys: &[K], local: &Local) -> u64 {
+        // Fixed numbers of fields for the common cases: the loop unrolls.
+        match local.fields.len() {
+            0 | 1 => self.local_count_with::<1>(keys, local),
+            2 => self.local_count_with::<2>(keys, local),
+            3 => self.local_count_with::<3>(keys, local),
+            4 => self.local_count_with::<4>(keys, local),
+            _ => self.local_count_with::<8>(keys, local), // at most 8 fields: `LOCAL_BITS / 3`
+        }
+    }
+
+    /// `local_count` for at most `N` fields.
+    fn local_count_with<const N: usize>(&mut self, keys: &[K], local: &Local) -> u64 {
+        let steps = local.steps::<N>();
+        let words = (1usize << local.bits).div_ceil(64);
+        if self.bitmap.len() < words {
+            self.bitmap.resize(words, 0);
+        }
+        let map = &mut self.bitmap[..words];
+        let mut count = 0u64;
+        for &k in keys {
+            let cell = cell_of(k, &steps);
+            let (word, bit) = (cell >> 6, 1u64 << (cell & 63));
+            count += u64::from(map[word] & bit == 0);
+            map[word] |= bit;
+        }
+        if words <= keys.len() {
+            map.fill(0);
+        } else {
+            for &k in keys {
+                map[cell_of(k, &steps) >> 6] = 0;
+            }
+        }
+        count
+    }
+
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
     /// one table in cache is split by hash into parts that each fit one.
     fn distinct(&mut self, keys: &[K], mask: K) -> u64 {
