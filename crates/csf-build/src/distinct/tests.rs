@@ -90,6 +90,19 @@ fn a_pass_counts_many_sets_at_once() {
     for set in sets {
         assert_eq!(counter.get(set), Some(brute(&indices, 4, set)), "set {set:b}");
     }
+    // `u128` keys (the union packs 123 bits), one set counted by bucket
+    // bitmaps ({1, 2}: 21 bits within a bucket), the other by hash tables.
+    let shape = [1u64 << 50, 1 << 20, 7, 1 << 50];
+    let indices: Vec<u64> =
+        (0..4 * 3000).map(|i| rand(&mut state) % [1 << 50, 1 << 20, 7, 40][i % 4]).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: 3000 };
+    for parallel in [false, true] {
+        let mut counter = Counter::new(&source, parallel);
+        counter.count_pass(2, &[0b0110, 0b1101]);
+        for set in [0b0110, 0b1101] {
+            assert_eq!(counter.get(set), Some(brute(&indices, 4, set)), "set {set:b}");
+        }
+    }
 }
 
 #[test]
