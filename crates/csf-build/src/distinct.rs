@@ -64,6 +64,9 @@ const MIN_BITS: u64 = 1 << 12;
 /// The smallest chunk of input worth a parallel task.
 pub(super) const MIN_CHUNK: usize = 1 << 15;
 
+/// A set to count by a bitmap scan, and the sets to project from its bitmap.
+type Scanned = (Dims, Vec<Dims>);
+
 /// Distinct-projection counts, exact, computed on demand and kept.
 pub(crate) struct Counter<'a> {
     source: &'a Source<'a>,
@@ -87,6 +90,52 @@ impl<'a> Counter<'a> {
             return Some(u64::from(self.source.len > 0));
         }
         self.known.get(&set).copied()
+    }
+
+    /// Records `D(set)` found without counting (its bounds met).
+    pub(crate) fn settle(&mut self, set: Dims, distinct: u64) {
+        debug_assert!(self.get(set).map_or(true, |d| d == distinct));
+        self.known.insert(set, distinct);
+    }
+
+    /// When the entries are in lexicographic order (the identity storage
+    /// order, as files often are), counts the identity's prefix sets in one
+    /// scan: `D` of the first `L + 1` dimensions is one plus the number of
+    /// neighbours that differ within them. Stops at the first descent.
+    pub(crate) fn count_sorted_prefixes(&mut self) {
+        let rank = self.source.shape.len();
+        // `first[f]`: neighbours whose first difference is in dimension `f`.
+        let mut first = vec![0u64; rank];
+        // Whether a neighbour pair is in order, counting where it differs.
+        let mut ascends = |f: Option<usize>, descends: bool| match f {
+            Some(_) if descends => false,
+            Some(f) => {
+                first[f] += 1;
+                true
+            }
+            None => true,
+        };
+        let sorted = match self.source.indices {
+            Indices::RowMajor(flat) => {
+                let rows = || flat.chunks_exact(rank.max(1));
+                rows().zip(rows().skip(1)).all(|(p, n)| {
+                    let f = p.iter().zip(n).position(|(p, n)| p != n);
+                    ascends(f, f.is_some_and(|f| n[f] < p[f]))
+                })
+            }
+            Indices::Columnar(cols) => (1..self.source.len).all(|e| {
+                let f = cols.iter().position(|c| c[e] != c[e - 1]);
+                ascends(f, f.is_some_and(|f| cols[f][e] < cols[f][e - 1]))
+            }),
+        };
+        if !sorted || self.source.len == 0 {
+            return;
+        }
+        let mut differ = 0;
+        for (length, f) in first.iter().enumerate() {
+            differ += f;
+            self.known.insert(u64::MAX >> (63 - length), differ + 1);
+        }
     }
 
     /// The extents of the dimensions.
@@ -113,24 +162,27 @@ impl<'a> Counter<'a> {
     /// Counts every set of `sets` (all dense) by bitmaps. One scan of the
     /// entries fills the bitmaps of several sets (reading the input is what
     /// a scan costs), and scans run in parallel, in waves whose bitmaps
-    /// together stay within the memory budget.
+    /// together stay within the memory budget. A set within another of
+    /// `sets` whose bitmap has few rows is projected from that bitmap
+    /// instead of scanned (`Bitmap::project`).
     pub(crate) fn count_dense(&mut self, sets: &[Dims]) {
         debug_assert!(sets.iter().all(|&s| self.is_dense(s)));
         // The bitmaps' memory budget is the key array's: let it go first.
         self.keys = KeyArrays::default();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
-        let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
-        todo.sort_unstable_by_key(|&s| (std::cmp::Reverse(cells(s)), s));
-        todo.dedup();
+        let scanned = self.derivations(sets);
+        // A scan's bits: its bitmaps, and the biggest projected one in flight.
+        let bits =
+            |(set, subs): &(Dims, Vec<Dims>)| cells(*set) + subs.iter().map(|&s| cells(s)).max().unwrap_or(0);
         // Enough scans to keep each one's bitmaps in cache and every thread busy.
-        let total: u64 = todo.iter().map(|&s| cells(s)).sum();
+        let total: u64 = scanned.iter().map(bits).sum();
         let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
-        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(todo.len());
-        let mut scans: Vec<(u64, Vec<Dims>)> = vec![(0, Vec::new()); count];
-        for set in todo {
+        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(scanned.len());
+        let mut scans: Vec<(u64, Vec<Scanned>)> = vec![(0, Vec::new()); count];
+        for set in scanned {
             // The biggest sets first, each to the scan with the fewest bits so far.
             if let Some(scan) = scans.iter_mut().min_by_key(|(bits, _)| *bits) {
-                scan.0 += cells(set);
+                scan.0 += bits(&set);
                 scan.1.push(set);
             }
         }
@@ -151,18 +203,51 @@ impl<'a> Counter<'a> {
         }
     }
 
+    /// The uncounted sets of `sets` to scan, biggest first, each with the
+    /// sets to project from its bitmap: a set within a scanned one whose
+    /// projection costs less than a scan comes from the smallest such.
+    fn derivations(&self, sets: &[Dims]) -> Vec<Scanned> {
+        let cells = |set: Dims| self.cells(set).unwrap_or(0);
+        let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
+        // Biggest first, and a superset before its subsets on equal cells.
+        todo.sort_unstable_by_key(|&s| (std::cmp::Reverse((cells(s), s.count_ones())), s));
+        todo.dedup();
+        // A projection reads each row once (a few word operations) and the
+        // bits once; a scan writes a bit per entry.
+        let cheap = |set: Dims| {
+            Bitmap::rows(self.source.shape, set).saturating_mul(4).saturating_add(cells(set) / 64)
+                <= self.entries()
+        };
+        let mut scanned: Vec<Scanned> = Vec::new();
+        for set in todo {
+            let within = scanned.iter_mut().filter(|(s, _)| set & !s == 0 && cheap(*s));
+            match within.min_by_key(|(s, _)| cells(*s)) {
+                Some((_, subs)) => subs.push(set),
+                None => scanned.push((set, Vec::new())),
+            }
+        }
+        scanned
+    }
+
     /// `D` of each of `sets` by one scan that sets a bit per cell in each
-    /// set's bitmap. The scan goes block by block: each block of entries is
-    /// read from memory once, then stays in cache while every set takes it.
-    fn bitmaps(&self, sets: &[Dims]) -> Vec<(Dims, u64)> {
-        let mut maps: Vec<Bitmap> = sets.iter().map(|&set| Bitmap::new(self.source.shape, set)).collect();
+    /// set's bitmap, and of the sets to project from each. The scan goes
+    /// block by block: each block of entries is read from memory once, then
+    /// stays in cache while every set takes it.
+    fn bitmaps(&self, sets: &[Scanned]) -> Vec<(Dims, u64)> {
+        let shape = self.source.shape;
+        let mut maps: Vec<Bitmap> = sets.iter().map(|&(set, _)| Bitmap::new(shape, set)).collect();
         for start in (0..self.source.len).step_by(SCAN_BLOCK) {
             let block = start..(start + SCAN_BLOCK).min(self.source.len);
             for map in &mut maps {
                 map.fill(self.source, block.clone());
             }
         }
-        maps.iter().map(|map| (map.set, map.words.iter().map(|w| u64::from(w.count_ones())).sum())).collect()
+        let mut counts = Vec::new();
+        for (map, (_, subs)) in maps.iter().zip(sets) {
+            counts.push((map.set, map.count()));
+            counts.extend(subs.iter().map(|&sub| (sub, map.project(shape, sub))));
+        }
+        counts
     }
 
     /// Counts every set of `sets` (each contains dimension `a`) in one

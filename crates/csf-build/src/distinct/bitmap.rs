@@ -51,3 +51,91 @@ impl Bitmap {
         });
     }
 }
+
+impl Bitmap {
+    /// The number of set bits: `D` of the set.
+    pub(super) fn count(&self) -> u64 {
+        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+
+    /// Rows of the innermost dimension's cells (`cells / extent`), the
+    /// work of a `project`; 0 without dimensions or cells.
+    pub(super) fn rows(shape: &[u64], set: Dims) -> u64 {
+        let inner = dims_of(set).last().map_or(0, |d| shape[d]);
+        let cells = dims_of(set).map(|d| shape[d]).fold(1, u64::saturating_mul);
+        cells.checked_div(inner).unwrap_or(0)
+    }
+
+    /// `D(sub)` for a set `sub` within this one, from the bits: row by row
+    /// of the innermost dimension (the last of the set), each row ORed into
+    /// `sub`'s bitmap when `sub` holds that dimension, else a bit for "any".
+    pub(super) fn project(&self, shape: &[u64], sub: Dims) -> u64 {
+        debug_assert!(sub & !self.set == 0 && sub != 0);
+        let (&inner, outer) = self.dims.split_last().expect("a set has dimensions");
+        let extent = shape[inner];
+        let mut into = Bitmap::new(shape, sub);
+        // `sub`'s stride of each outer dimension (0 where it has none).
+        let strides: Vec<u64> = {
+            let mut position = 0;
+            outer
+                .iter()
+                .map(|&d| {
+                    let held = sub >> d & 1 == 1;
+                    position += usize::from(held);
+                    if held {
+                        into.strides[position - 1]
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        };
+        let keeps_inner = sub >> inner & 1 == 1;
+        let mut digits = vec![0u64; outer.len()];
+        for row in 0..Self::rows(shape, self.set) {
+            let base: u64 = digits.iter().zip(&strides).map(|(d, s)| d * s).sum();
+            let from = row * extent;
+            if keeps_inner {
+                or_range(&mut into.words, base, &self.words, from, extent);
+            } else if any_in(&self.words, from, extent) {
+                into.words[(base >> 6) as usize] |= 1 << (base & 63);
+            }
+            // The next row: the odometer over the outer dimensions.
+            for (digit, &d) in digits.iter_mut().zip(outer).rev() {
+                *digit += 1;
+                if *digit < shape[d] {
+                    break;
+                }
+                *digit = 0;
+            }
+        }
+        into.count()
+    }
+}
+
+/// The `len <= 64` bits of `words` from bit `start`.
+fn bits_at(words: &[u64], start: u64, len: u64) -> u64 {
+    let (word, offset) = ((start >> 6) as usize, (start & 63) as u32);
+    let mut bits = words[word] >> offset;
+    if u64::from(offset) + len > 64 {
+        bits |= words[word + 1] << (64 - offset);
+    }
+    bits & u64::MAX >> (64 - len)
+}
+
+/// Whether any of the `len` bits of `words` from bit `start` is set.
+fn any_in(words: &[u64], start: u64, len: u64) -> bool {
+    (0..len).step_by(64).any(|at| bits_at(words, start + at, (len - at).min(64)) != 0)
+}
+
+/// ORs the `len` bits of `from` at bit `start` into `into` at bit `at`.
+fn or_range(into: &mut [u64], at: u64, from: &[u64], start: u64, len: u64) {
+    for step in (0..len).step_by(64) {
+        let bits = bits_at(from, start + step, (len - step).min(64));
+        let (word, offset) = (((at + step) >> 6) as usize, ((at + step) & 63) as u32);
+        into[word] |= bits << offset;
+        if offset > 0 && u64::from(offset) + (len - step).min(64) > 64 {
+            into[word + 1] |= bits >> (64 - offset);
+        }
+    }
+}

@@ -175,7 +175,10 @@ impl Plan {
         let starts = self.scatter::<K>(source, keys, shift, 1 << bucket_bits, parallel);
         let keys = &keys[..];
         let masks = self.masks::<K>();
-        let locals: Vec<Option<Local>> = self.fields.iter().map(|&f| self.local(f, bucket_bits)).collect();
+        // Each thread's bitmap stays within 2 bytes per entry (a key takes 8).
+        let local_bits = LOCAL_BITS.min((16 * source.len).max(1 << 12).ilog2());
+        let locals: Vec<Option<Local>> =
+            self.fields.iter().map(|&f| self.local(f, bucket_bits, local_bits)).collect();
         let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
         let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
             let keys = &keys[range];
@@ -195,10 +198,10 @@ impl Plan {
     }
 
     /// The bucket-local cells of the set of `fields` (bit `i` for `dims[i]`,
-    /// which holds `dims[0]`), if few enough for a bitmap: the set's fields
+    /// which holds `dims[0]`), if at most `2^most_bits`: the set's fields
     /// of a key side by side, `a`'s without the top `bucket_bits`, which
     /// are the bucket's.
-    fn local(&self, fields: u64, bucket_bits: u32) -> Option<Local> {
+    fn local(&self, fields: u64, bucket_bits: u32, most_bits: u32) -> Option<Local> {
         let mut shift = self.bits;
         let mut local = Local { fields: Vec::new(), bits: 0 };
         for (i, &width) in self.widths.iter().enumerate() {
@@ -213,7 +216,7 @@ impl Plan {
                 local.bits += width;
             }
         }
-        (local.bits <= LOCAL_BITS).then_some(local)
+        (local.bits <= most_bits).then_some(local)
     }
 
     /// Every entry's packed key, grouped into buckets by `coord(a) >> shift`;
