@@ -2,24 +2,32 @@
 //! set `S` of dimensions, for `ModeOrderPolicy::Auto` (see `order.rs`): `n_L` of an
 //! order is `D` of the set of its first `L + 1` dimensions.
 //!
-//! Two exact methods, chosen per set by what it costs:
+//! Exact methods, chosen per set by what it costs:
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
 //!   costs a fraction of a sort, and scans of different sets run in parallel.
-//! - **partition pass** for the other sets: the entries' packed coordinates
-//!   are scattered into buckets by the coordinate of one dimension `a` (its
-//!   top bits), so that every group of entries sharing `a`'s coordinate lies
-//!   in one bucket. For every set that contains `a`, projections in different
-//!   buckets then differ, and `D(S)` is the sum over buckets of the distinct
-//!   masked keys in each, counted with a small hash table in cache. One
-//!   scatter serves every set that contains `a`, where a sort per set (as
-//!   `Auto` did before) pays the scatter once per set.
+//!   A set within a scanned one is **projected** from that bitmap, row by row
+//!   of its innermost dimension, when it has few rows against the entries
+//!   (`bitmap.rs`): no second scan of the entries.
+//! - **partition pass** for the other sets (`pass.rs`): the entries' packed
+//!   coordinates are scattered into buckets by the coordinate of one
+//!   dimension `a` (its top bits), so that every group of entries sharing
+//!   `a`'s coordinate lies in one bucket. For every set that contains `a`,
+//!   projections in different buckets then differ, and `D(S)` is the sum
+//!   over buckets of the distinct masked keys in each: counted by a bitmap
+//!   of the bucket's cells when they are few (`2^22`), else with a small hash
+//!   table in cache. One scatter serves every set that contains `a`, where a
+//!   sort per set (as `Auto` did before) pays the scatter once per set.
+//! - **sorted input**: entries already in lexicographic order give `D` of
+//!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
-//! 16 bytes per entry; a pass holds one key per entry (8 or 16 bytes) plus,
-//! per thread, a table of at most 1 MiB and, for a bucket too big for one
-//! table, a copy of its keys. That is at most two key arrays, what the sort
-//! per set that `Auto` ran before held.
+//! 16 bytes per entry (a projected bitmap counts with the one it comes
+//! from); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
+//! a table of at most 1 MiB, a bucket bitmap of at most 512 KiB and 2 bytes
+//! per entry, and, for a bucket too big for one table, a copy of its keys.
+//! That is at most two key arrays, what the sort per set that `Auto` ran
+//! before held.
 
 use std::collections::HashMap;
 use std::ops::Range;

@@ -26,9 +26,12 @@
 //! only the sets that matter, in rounds. After each round every order gets a
 //! cost: exact when all its prefix sets are counted, else a *lower bound*
 //! (`D(T) <= D(S)` for `T` within `S`, and `D(T) <= D(S) * prod_{d in T \ S}
-//! D({d})` for `T` containing `S`). An order whose bound is above the best
-//! exact cost, or equal to it and the order later in the tie rule, cannot
-//! win, and its sets are not needed. The next round counts the smallest
+//! D({d})` for `T` containing `S`); a set whose lower bound meets an upper
+//! one (`D(A) * prod_{d in S \ A} D({d})` for a counted `A` within `S`, or
+//! the entry count) is settled without counting, and input already in
+//! identity order gives the identity's sets in one scan. An order whose
+//! bound is above the best exact cost, or equal to it and the order later
+//! in the tie rule, cannot win, and its sets are not needed. The next round counts the smallest
 //! needed sets where a bitmap is cheap, else the sets of the reference
 //! orders (`compared` reports their sizes) and then of the most promising
 //! order, in one pass by its first dimension that also takes every other
