@@ -163,6 +163,42 @@ impl Settings {
         self.filter.as_ref().map_or(true, |f| f.split('|').any(|f| name.contains(f)))
     }
 
+    /// [`Settings::best`] of two builders run alternately (`f`, `g`, `f`,
+    /// ...), so that both meet the allocator in the same state: at the
+    /// sizes of the small real tensors, where the allocator's heap happens
+    /// to be (fresh pages or reused ones) costs as much as the build.
+    fn best_pair<T, U>(
+        &self,
+        mut f: impl FnMut() -> T,
+        mut g: impl FnMut() -> U,
+    ) -> ((T, Sample), (U, Sample)) {
+        let (min_runs, min_total) =
+            if self.quick { (1, Duration::ZERO) } else { (3, Duration::from_millis(300)) };
+        if !self.quick {
+            drop(f());
+            drop(g());
+        }
+        // Each builder's samples come from its own turns only.
+        let (mut fa, mut fb) = (Vec::new(), Vec::new());
+        let mut total = Duration::ZERO;
+        let (mut a, mut b) = (None, None);
+        while fa.len() < min_runs || total < min_total {
+            let (out, sample) = measure(&mut f);
+            (a, total) = (Some(out), total + sample.wall);
+            fa.push(sample);
+            let (out, sample) = measure(&mut g);
+            (b, total) = (Some(out), total + sample.wall);
+            fb.push(sample);
+        }
+        let best = |samples: &[Sample]| Sample {
+            wall: samples.iter().map(|s| s.wall).min().unwrap_or_default(),
+            cpu: samples.iter().map(|s| s.cpu).min().unwrap_or_default(),
+            peak: samples.iter().map(|s| s.peak).max().unwrap_or_default(),
+        };
+        let (a, b) = (a.expect("f ran"), b.expect("g ran"));
+        ((a, best(&fa)), (b, best(&fb)))
+    }
+
     /// The last result of several timed runs (after a warm-up), with the
     /// best wall-clock and CPU times and the largest peak seen.
     fn best<T>(&self, mut f: impl FnMut() -> T) -> (T, Sample) {
@@ -336,14 +372,20 @@ fn ms(t: Duration) -> String {
     match ms {
         m if m >= 100.0 => format!("{m:.0}"),
         m if m >= 10.0 => format!("{m:.1}"),
-        m => format!("{m:.3}"),
+        m if m >= 0.1 => format!("{m:.3}"),
+        m => format!("{m:.5}"),
     }
 }
 
 fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::TestTensor) -> Row {
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
     let options = |parallel| Options { duplicates: Duplicates::Sum, parallel, ..Options::default() };
-    let (ours_one, one) = settings.best(|| build(&input, &options(false)).expect("build"));
+    // Ours on one thread and the naive builder, alternately (when it has the rank).
+    let has_naive = naive_any(coo.rank(), &[], &[]).is_some();
+    let ((ours_one, one), (naive_out, naive)) = settings.best_pair(
+        || build(&input, &options(false)).expect("build"),
+        || has_naive.then(|| naive_any(coo.rank(), &coo.indices, &coo.values)).flatten(),
+    );
     let output_bytes = output_bytes(&ours_one);
     let entries = coo.len() as u64;
     let budget = output_bytes + key_bytes(&coo.shape) * entries + 8 * entries + BOOKKEEPING;
@@ -353,11 +395,10 @@ fn run_tensor(settings: &Settings, name: &str, coo: &csf_testdata::TestTensor) -
     let (ours_all, all) = settings.best(|| build(&input, &options(true)).expect("build"));
     assert!(arrays_of(&ours_all) == ours, "{name}: the parallel build differs from the single-threaded one");
     drop(ours_all);
-    let naive = naive_any(coo.rank(), &[], &[]).map(|_| {
-        let (naive_out, sample) = settings.best(|| naive_any(coo.rank(), &coo.indices, &coo.values));
-        assert!(naive_out.as_ref() == Some(&ours), "{name}: the naive builder disagrees with ours");
-        sample
-    });
+    if let Some(naive_out) = &naive_out {
+        assert!(*naive_out == ours, "{name}: the naive builder disagrees with ours");
+    }
+    let naive = has_naive.then_some(naive);
     let input_bytes = 8 * (coo.indices.len() + coo.values.len()) as u64;
     Row {
         name: name.to_string(),

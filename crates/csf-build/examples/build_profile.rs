@@ -7,9 +7,14 @@
 //! ```
 //!
 //! Arguments (all optional): the non-zero count (`10M`), `uniform`,
-//! `powerlaw` or `sorted` (the uniform entries in storage order), the number of threads (`1`: `Options { parallel: false }`;
+//! `powerlaw` or `sorted` (the uniform entries in storage order) or the
+//! path of a `.tns` file (then the count is ignored), the number of threads (`1`: `Options { parallel: false }`;
 //! more: `parallel: true` on a rayon pool of that size; default: all cores),
-//! and the number of builds (5). Prints each build's wall-clock time.
+//! the number of builds (5), and `floor` to time, after each build, the
+//! memory floor of its output: fresh arrays of the built tensor's sizes
+//! written once from the input (no walk, no sort: what writing that many
+//! bytes to new memory costs on this machine). Prints each build's
+//! wall-clock and CPU time.
 
 use std::time::Instant;
 
@@ -33,7 +38,12 @@ fn main() {
     let threads: usize = arg(2).map_or(0, |s| s.parse().expect("a thread count"));
     let builds: usize = arg(3).map_or(5, |s| s.parse().expect("a build count"));
 
-    let mut coo = synthetic(&[2000, 2000, 2000], nnz, distribution, 0x5eed ^ nnz as u64);
+    let file = arg(1).filter(|a| a.contains(".tns"));
+    let mut coo = match file {
+        Some(path) => csf_testdata::read_tns(std::path::Path::new(path)).expect("a readable .tns file"),
+        None => synthetic(&[2000, 2000, 2000], nnz, distribution, 0x5eed ^ nnz as u64),
+    };
+    let nnz = coo.len();
     if arg(1) == Some("sorted") {
         // The same entries in storage order: the presorted path.
         let mut entries: Vec<usize> = (0..coo.len()).collect();
@@ -55,7 +65,19 @@ fn main() {
                 nnz as f64 / time.as_secs_f64() / 1e6,
                 cpu
             );
-            drop(built);
+            if arg(4) == Some("floor") {
+                let view = built.tensor.view();
+                let mut sizes: Vec<usize> =
+                    view.levels().iter().flat_map(|l| [l.pos.len(), l.crd.len()]).collect();
+                sizes.push(view.nnz() as usize); // f64 values: one word each
+                drop(built);
+                let cpu = csf_testdata::process_cpu_time().as_secs_f64();
+                let floor: Vec<Vec<u64>> =
+                    sizes.iter().map(|&n| coo.indices.iter().copied().cycle().take(n).collect()).collect();
+                let cpu = csf_testdata::process_cpu_time().as_secs_f64() - cpu;
+                let bytes: usize = floor.iter().map(|a| a.len() * 8).sum();
+                println!("  floor: {:.1} MB of fresh arrays written, CPU {cpu:.4} s", bytes as f64 / 1e6);
+            }
         }
     };
     if threads > 1 {

@@ -2,31 +2,45 @@
 //! set `S` of dimensions, for `ModeOrderPolicy::Auto` (see `order.rs`): `n_L` of an
 //! order is `D` of the set of its first `L + 1` dimensions.
 //!
-//! Two exact methods, chosen per set by what it costs:
+//! Exact methods, chosen per set by what it costs:
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
 //!   costs a fraction of a sort, and scans of different sets run in parallel.
-//! - **partition pass** for the other sets: the entries' packed coordinates
-//!   are scattered into buckets by the coordinate of one dimension `a` (its
-//!   top bits), so that every group of entries sharing `a`'s coordinate lies
-//!   in one bucket. For every set that contains `a`, projections in different
-//!   buckets then differ, and `D(S)` is the sum over buckets of the distinct
-//!   masked keys in each, counted with a small hash table in cache. One
-//!   scatter serves every set that contains `a`, where a sort per set (as
-//!   `Auto` did before) pays the scatter once per set.
+//!   A set within a scanned one is **projected** from that bitmap, row by row
+//!   of its innermost dimension, when it has few rows against the entries
+//!   (`bitmap.rs`): no second scan of the entries.
+//! - **partition pass** for the other sets (`pass.rs`): the entries' packed
+//!   coordinates are scattered into buckets by the coordinate of one
+//!   dimension `a` (its top bits), so that every group of entries sharing
+//!   `a`'s coordinate lies in one bucket. For every set that contains `a`,
+//!   projections in different buckets then differ, and `D(S)` is the sum
+//!   over buckets of the distinct masked keys in each: counted by a bitmap
+//!   of the bucket's cells when they are few (`2^22`), else with a small hash
+//!   table in cache. One scatter serves every set that contains `a`, where a
+//!   sort per set (as `Auto` did before) pays the scatter once per set.
+//! - **sorted input**: entries already in lexicographic order give `D` of
+//!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
-//! 16 bytes per entry; a pass holds one key per entry (8 or 16 bytes) plus,
-//! per thread, a table of at most 1 MiB and, for a bucket too big for one
-//! table, a copy of its keys. That is at most two key arrays, what the sort
-//! per set that `Auto` ran before held.
+//! 16 bytes per entry (a projected bitmap counts with the one it comes
+//! from); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
+//! a table of at most 1 MiB, a bucket bitmap of at most 512 KiB and 2 bytes
+//! per entry, and, for a bucket too big for one table, a copy of its keys.
+//! That is at most two key arrays, what the sort per set that `Auto` ran
+//! before held.
 
 use std::collections::HashMap;
-use std::ops::{BitAnd, BitOr, Range};
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use crate::{Indices, Source};
+
+mod bitmap;
+mod pass;
+
+use bitmap::Bitmap;
+use pass::{KeyArrays, Plan};
 
 /// A set of dimensions: bit `d` stands for dimension `d`.
 pub(crate) type Dims = u64;
@@ -37,7 +51,7 @@ pub(crate) fn dims_of(set: Dims) -> impl Iterator<Item = usize> {
 }
 
 /// Bits that hold every coordinate below `extent`.
-fn bits_below(extent: u64) -> u32 {
+pub(super) fn bits_below(extent: u64) -> u32 {
     64 - extent.saturating_sub(1).leading_zeros()
 }
 
@@ -55,18 +69,11 @@ const BITS_PER_ENTRY: u64 = 128;
 /// Bitmap bits always allowed, however few the entries (512 bytes: zeroing
 /// and counting a bigger bitmap would cost more than hashing a few entries).
 const MIN_BITS: u64 = 1 << 12;
-/// The most buckets of a partition pass: 512 write streams stay within the
-/// TLB's reach (sort.rs measured the same for its scatter).
-const BUCKET_BITS: u32 = 9;
-/// The number of entries a bucket aims at when there are too few entries to
-/// fill `2^BUCKET_BITS` buckets of it.
-const BUCKET_ENTRIES: usize = 1024;
-/// A bucket part up to this many keys is counted in one hash table (of
-/// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
-/// split by hash first.
-const TABLE_KEYS: usize = 1 << 15;
 /// The smallest chunk of input worth a parallel task.
-const MIN_CHUNK: usize = 1 << 15;
+pub(super) const MIN_CHUNK: usize = 1 << 15;
+
+/// A set to count by a bitmap scan, and the sets to project from its bitmap.
+type Scanned = (Dims, Vec<Dims>);
 
 /// Distinct-projection counts, exact, computed on demand and kept.
 pub(crate) struct Counter<'a> {
@@ -93,6 +100,52 @@ impl<'a> Counter<'a> {
         self.known.get(&set).copied()
     }
 
+    /// Records `D(set)` found without counting (its bounds met).
+    pub(crate) fn settle(&mut self, set: Dims, distinct: u64) {
+        debug_assert!(self.get(set).map_or(true, |d| d == distinct));
+        self.known.insert(set, distinct);
+    }
+
+    /// When the entries are in lexicographic order (the identity storage
+    /// order, as files often are), counts the identity's prefix sets in one
+    /// scan: `D` of the first `L + 1` dimensions is one plus the number of
+    /// neighbours that differ within them. Stops at the first descent.
+    pub(crate) fn count_sorted_prefixes(&mut self) {
+        let rank = self.source.shape.len();
+        // `first[f]`: neighbours whose first difference is in dimension `f`.
+        let mut first = vec![0u64; rank];
+        // Whether a neighbour pair is in order, counting where it differs.
+        let mut ascends = |f: Option<usize>, descends: bool| match f {
+            Some(_) if descends => false,
+            Some(f) => {
+                first[f] += 1;
+                true
+            }
+            None => true,
+        };
+        let sorted = match self.source.indices {
+            Indices::RowMajor(flat) => {
+                let rows = || flat.chunks_exact(rank.max(1));
+                rows().zip(rows().skip(1)).all(|(p, n)| {
+                    let f = p.iter().zip(n).position(|(p, n)| p != n);
+                    ascends(f, f.is_some_and(|f| n[f] < p[f]))
+                })
+            }
+            Indices::Columnar(cols) => (1..self.source.len).all(|e| {
+                let f = cols.iter().position(|c| c[e] != c[e - 1]);
+                ascends(f, f.is_some_and(|f| cols[f][e] < cols[f][e - 1]))
+            }),
+        };
+        if !sorted || self.source.len == 0 {
+            return;
+        }
+        let mut differ = 0;
+        for (length, f) in first.iter().enumerate() {
+            differ += f;
+            self.known.insert(u64::MAX >> (63 - length), differ + 1);
+        }
+    }
+
     /// The extents of the dimensions.
     pub(crate) fn extents(&self) -> &[u64] {
         self.source.shape
@@ -117,24 +170,27 @@ impl<'a> Counter<'a> {
     /// Counts every set of `sets` (all dense) by bitmaps. One scan of the
     /// entries fills the bitmaps of several sets (reading the input is what
     /// a scan costs), and scans run in parallel, in waves whose bitmaps
-    /// together stay within the memory budget.
+    /// together stay within the memory budget. A set within another of
+    /// `sets` whose bitmap has few rows is projected from that bitmap
+    /// instead of scanned (`Bitmap::project`).
     pub(crate) fn count_dense(&mut self, sets: &[Dims]) {
         debug_assert!(sets.iter().all(|&s| self.is_dense(s)));
         // The bitmaps' memory budget is the key array's: let it go first.
         self.keys = KeyArrays::default();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
-        let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
-        todo.sort_unstable_by_key(|&s| (std::cmp::Reverse(cells(s)), s));
-        todo.dedup();
+        let scanned = self.derivations(sets);
+        // A scan's bits: its bitmaps, and the biggest projected one in flight.
+        let bits =
+            |(set, subs): &(Dims, Vec<Dims>)| cells(*set) + subs.iter().map(|&s| cells(s)).max().unwrap_or(0);
         // Enough scans to keep each one's bitmaps in cache and every thread busy.
-        let total: u64 = todo.iter().map(|&s| cells(s)).sum();
+        let total: u64 = scanned.iter().map(bits).sum();
         let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
-        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(todo.len());
-        let mut scans: Vec<(u64, Vec<Dims>)> = vec![(0, Vec::new()); count];
-        for set in todo {
+        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(scanned.len());
+        let mut scans: Vec<(u64, Vec<Scanned>)> = vec![(0, Vec::new()); count];
+        for set in scanned {
             // The biggest sets first, each to the scan with the fewest bits so far.
             if let Some(scan) = scans.iter_mut().min_by_key(|(bits, _)| *bits) {
-                scan.0 += cells(set);
+                scan.0 += bits(&set);
                 scan.1.push(set);
             }
         }
@@ -155,18 +211,51 @@ impl<'a> Counter<'a> {
         }
     }
 
+    /// The uncounted sets of `sets` to scan, biggest first, each with the
+    /// sets to project from its bitmap: a set within a scanned one whose
+    /// projection costs less than a scan comes from the smallest such.
+    fn derivations(&self, sets: &[Dims]) -> Vec<Scanned> {
+        let cells = |set: Dims| self.cells(set).unwrap_or(0);
+        let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
+        // Biggest first, and a superset before its subsets on equal cells.
+        todo.sort_unstable_by_key(|&s| (std::cmp::Reverse((cells(s), s.count_ones())), s));
+        todo.dedup();
+        // A projection reads each row once (a few word operations) and the
+        // bits once; a scan writes a bit per entry.
+        let cheap = |set: Dims| {
+            Bitmap::rows(self.source.shape, set).saturating_mul(4).saturating_add(cells(set) / 64)
+                <= self.entries()
+        };
+        let mut scanned: Vec<Scanned> = Vec::new();
+        for set in todo {
+            let within = scanned.iter_mut().filter(|(s, _)| set & !s == 0 && cheap(*s));
+            match within.min_by_key(|(s, _)| cells(*s)) {
+                Some((_, subs)) => subs.push(set),
+                None => scanned.push((set, Vec::new())),
+            }
+        }
+        scanned
+    }
+
     /// `D` of each of `sets` by one scan that sets a bit per cell in each
-    /// set's bitmap. The scan goes block by block: each block of entries is
-    /// read from memory once, then stays in cache while every set takes it.
-    fn bitmaps(&self, sets: &[Dims]) -> Vec<(Dims, u64)> {
-        let mut maps: Vec<Bitmap> = sets.iter().map(|&set| Bitmap::new(self.source.shape, set)).collect();
+    /// set's bitmap, and of the sets to project from each. The scan goes
+    /// block by block: each block of entries is read from memory once, then
+    /// stays in cache while every set takes it.
+    fn bitmaps(&self, sets: &[Scanned]) -> Vec<(Dims, u64)> {
+        let shape = self.source.shape;
+        let mut maps: Vec<Bitmap> = sets.iter().map(|&(set, _)| Bitmap::new(shape, set)).collect();
         for start in (0..self.source.len).step_by(SCAN_BLOCK) {
             let block = start..(start + SCAN_BLOCK).min(self.source.len);
             for map in &mut maps {
                 map.fill(self.source, block.clone());
             }
         }
-        maps.iter().map(|map| (map.set, map.words.iter().map(|w| u64::from(w.count_ones())).sum())).collect()
+        let mut counts = Vec::new();
+        for (map, (_, subs)) in maps.iter().zip(sets) {
+            counts.push((map.set, map.count()));
+            counts.extend(subs.iter().map(|&sub| (sub, map.project(shape, sub))));
+        }
+        counts
     }
 
     /// Counts every set of `sets` (each contains dimension `a`) in one
@@ -205,57 +294,15 @@ impl<'a> Counter<'a> {
     }
 }
 
-/// A dense set's bitmap: a bit per cell, the cell of an entry in mixed
-/// radix (exact whatever the extents).
-struct Bitmap {
-    set: Dims,
-    dims: Vec<usize>,
-    strides: [u64; 64],
-    words: Vec<u64>,
-}
-
-impl Bitmap {
-    fn new(shape: &[u64], set: Dims) -> Self {
-        let dims: Vec<usize> = dims_of(set).collect();
-        // A dense set's cells fit `u64`, but with an extent of 0 (and so no
-        // entries) a partial product of the others may not: saturate, the
-        // strides are then never used.
-        let product = |dims: &[usize]| dims.iter().map(|&d| shape[d]).fold(1, u64::saturating_mul);
-        let mut strides = [0u64; 64];
-        for (i, stride) in strides.iter_mut().enumerate().take(dims.len()) {
-            *stride = product(&dims[i + 1..]);
-        }
-        let cells = product(&dims);
-        Self { set, dims, strides, words: vec![0u64; cells.div_ceil(64) as usize] }
-    }
-
-    /// Sets the bits of the entries of `range`.
-    fn fill(&mut self, source: &Source<'_>, range: Range<usize>) {
-        // Fixed widths for the common sizes: the loop over dimensions unrolls.
-        match self.dims.len() {
-            1 => self.fill_with::<1>(source, range),
-            2 => self.fill_with::<2>(source, range),
-            3 => self.fill_with::<3>(source, range),
-            4 => self.fill_with::<4>(source, range),
-            _ => self.fill_with::<0>(source, range),
-        }
-    }
-
-    /// `fill` for sets of `N` dimensions (`N = 0`: any number).
-    fn fill_with<const N: usize>(&mut self, source: &Source<'_>, range: Range<usize>) {
-        let k = if N == 0 { self.dims.len() } else { N };
-        let (strides, words) = (&self.strides, &mut self.words);
-        project(source, &self.dims, range, |_, c| {
-            let cell = (0..k).map(|i| c[i] * strides[i]).sum::<u64>() as usize;
-            words[cell >> 6] |= 1 << (cell & 63);
-        });
-    }
-}
-
 /// Calls `f(entry, coords)` for every entry of `range`, where `coords[i]` is
 /// the entry's coordinate of dimension `dims[i]`.
 #[inline(always)]
-fn project(source: &Source<'_>, dims: &[usize], range: Range<usize>, mut f: impl FnMut(usize, &[u64])) {
+pub(super) fn project(
+    source: &Source<'_>,
+    dims: &[usize],
+    range: Range<usize>,
+    mut f: impl FnMut(usize, &[u64]),
+) {
     let mut c = [0u64; 64];
     let k = dims.len();
     match source.indices {
@@ -289,312 +336,6 @@ fn by_comparison(source: &Source<'_>, set: Dims) -> u64 {
     entries.sort_unstable_by(|&x, &y| tuple(x).cmp(tuple(y)));
     let distinct = entries.windows(2).filter(|w| tuple(w[0]).ne(tuple(w[1]))).count();
     (distinct + usize::from(!entries.is_empty())) as u64
-}
-
-/// An unsigned packed key: `u64`, or `u128` for wider projections.
-trait PackedKey:
-    Copy + Eq + Send + Sync + Default + BitOr<Output = Self> + BitAnd<Output = Self> + 'static
-{
-    /// The empty slot of a hash table (a key can equal it: see `Scratch::table_count`).
-    const EMPTY: Self;
-    /// `self << shift | v`.
-    fn shl_or(self, shift: u32, v: Self) -> Self;
-    fn from_u64(v: u64) -> Self;
-    /// The low `bits` bits set.
-    fn ones(bits: u32) -> Self;
-    /// A one-to-one map that spreads the bits (so distinct keys stay
-    /// distinct): computed once per key, before the key is counted.
-    fn premix(self) -> Self;
-    /// 64 well-spread bits of a premixed key, to pick a part and a slot.
-    fn spread(self) -> u64;
-    /// The kept array for keys of this type.
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self>;
-}
-
-/// Key arrays of both widths, reused by the passes of one `Counter`.
-#[derive(Default)]
-struct KeyArrays {
-    narrow: Vec<u64>,
-    wide: Vec<u128>,
-}
-
-impl PackedKey for u64 {
-    const EMPTY: Self = u64::MAX;
-    #[inline]
-    fn shl_or(self, shift: u32, v: Self) -> Self {
-        self.checked_shl(shift).unwrap_or(0) | v
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        v
-    }
-    fn ones(bits: u32) -> Self {
-        u64::MAX.checked_shr(64 - bits).unwrap_or(0)
-    }
-    /// MurmurHash3's finaliser, a bijection: packed coordinates are far from
-    /// random (masked fields are zero, the rest small).
-    #[inline]
-    fn premix(self) -> Self {
-        let mut h = self ^ (self >> 33);
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-    #[inline]
-    fn spread(self) -> u64 {
-        self
-    }
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        arrays.wide = Vec::new(); // one key array at a time
-        &mut arrays.narrow
-    }
-}
-
-impl PackedKey for u128 {
-    const EMPTY: Self = u128::MAX;
-    #[inline]
-    fn shl_or(self, shift: u32, v: Self) -> Self {
-        self.checked_shl(shift).unwrap_or(0) | v
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        u128::from(v)
-    }
-    fn ones(bits: u32) -> Self {
-        u128::MAX.checked_shr(128 - bits).unwrap_or(0)
-    }
-    /// No cheap bijection mixes 128 bits as well: `spread` hashes instead.
-    #[inline]
-    fn premix(self) -> Self {
-        self
-    }
-    #[inline]
-    fn spread(self) -> u64 {
-        ((self as u64) ^ ((self >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).premix()
-    }
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        arrays.narrow = Vec::new(); // one key array at a time
-        &mut arrays.wide
-    }
-}
-
-/// A partition pass: the packed-key layout and the sets it counts.
-struct Plan {
-    /// The dimensions packed into a key, `a` first (in the highest bits).
-    dims: Vec<usize>,
-    /// Each packed dimension's field width.
-    widths: Vec<u32>,
-    /// Key bits in all.
-    bits: u32,
-    /// Per set, which of `dims` it holds (bit `i` for `dims[i]`).
-    fields: Vec<u64>,
-}
-
-impl Plan {
-    fn new(shape: &[u64], a: usize, sets: &[Dims]) -> Self {
-        let union = sets.iter().fold(0, |u, &s| u | s);
-        let dims: Vec<usize> = std::iter::once(a).chain(dims_of(union).filter(|&d| d != a)).collect();
-        let widths: Vec<u32> = dims.iter().map(|&d| bits_below(shape[d])).collect();
-        let fields = sets
-            .iter()
-            .map(|&set| {
-                dims.iter().enumerate().filter(|&(_, &d)| set >> d & 1 == 1).fold(0, |m, (i, _)| m | 1 << i)
-            })
-            .collect();
-        Self { bits: widths.iter().sum(), dims, widths, fields }
-    }
-
-    /// Per set, the mask of its fields in a key: `key & mask` is its projection.
-    fn masks<K: PackedKey>(&self) -> Vec<K> {
-        let field =
-            |fields: u64, i: usize| if fields >> i & 1 == 1 { K::ones(self.widths[i]) } else { K::default() };
-        let mask = |&fields: &u64| {
-            (0..self.dims.len()).fold(K::default(), |m, i| m.shl_or(self.widths[i], field(fields, i)))
-        };
-        self.fields.iter().map(mask).collect()
-    }
-
-    /// Scatters the keys into buckets by `a`'s top bits, then counts each set's
-    /// distinct masked keys per bucket and adds them up.
-    fn run<K: PackedKey>(&self, source: &Source<'_>, arrays: &mut KeyArrays, parallel: bool) -> Vec<u64> {
-        // Fewer buckets for fewer entries: a bucket of a few thousand keys
-        // fills its table well; no more than `a`'s bits, so that a bucket
-        // holds whole groups of equal `a`.
-        let want = usize::BITS - (source.len / BUCKET_ENTRIES).leading_zeros();
-        let bucket_bits = self.widths[0].min(BUCKET_BITS).min(want);
-        let shift = self.widths[0] - bucket_bits;
-        let keys = K::array(arrays);
-        let starts = self.scatter::<K>(source, keys, shift, 1 << bucket_bits, parallel);
-        let keys = &keys[..];
-        let masks = self.masks::<K>();
-        let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
-        let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
-            masks.iter().map(|&m| scratch.distinct(&keys[range.clone()], m)).collect()
-        };
-        let per_bucket: Vec<Vec<u64>> = if parallel {
-            ranges.into_par_iter().map_init(Scratch::default, count).collect()
-        } else {
-            let mut scratch = Scratch::default();
-            ranges.into_iter().map(|r| count(&mut scratch, r)).collect()
-        };
-        (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
-    }
-
-    /// Every entry's packed key, grouped into buckets by `coord(a) >> shift`;
-    /// bucket `b` is `keys[starts[b]..starts[b + 1]]`. Chunks of entries count
-    /// their buckets, then write into disjoint sub-slices, in parallel.
-    fn scatter<K: PackedKey>(
-        &self,
-        source: &Source<'_>,
-        keys: &mut Vec<K>,
-        shift: u32,
-        buckets: usize,
-        parallel: bool,
-    ) -> Vec<usize> {
-        let chunks = chunks(source.len, parallel);
-        let count = |range: &Range<usize>| {
-            let mut counts = vec![0usize; buckets];
-            project(source, &self.dims[..1], range.clone(), |_, c| {
-                counts[c[0].checked_shr(shift).unwrap_or(0) as usize] += 1
-            });
-            counts
-        };
-        let counts: Vec<Vec<usize>> = if parallel {
-            chunks.par_iter().map(count).collect()
-        } else {
-            chunks.iter().map(count).collect()
-        };
-        let mut starts = vec![0usize; buckets + 1];
-        for b in 0..buckets {
-            starts[b + 1] = starts[b] + counts.iter().map(|c| c[b]).sum::<usize>();
-        }
-        keys.clear();
-        keys.resize(source.len, K::default());
-        // Each chunk's sub-slice of every bucket, chunk after chunk within a bucket.
-        let mut parts: Vec<Vec<&mut [K]>> = chunks.iter().map(|_| Vec::with_capacity(buckets)).collect();
-        let mut rest = &mut keys[..];
-        for b in 0..buckets {
-            for (chunk, part) in counts.iter().zip(&mut parts) {
-                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(chunk[b]);
-                part.push(mine);
-                rest = tail;
-            }
-        }
-        let write = |(range, part): (Range<usize>, Vec<&mut [K]>)| {
-            let mut slots: Vec<_> = part.into_iter().map(|p| p.iter_mut()).collect();
-            project(source, &self.dims, range, |_, c| {
-                let key =
-                    c.iter().zip(&self.widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c)));
-                if let Some(slot) = slots[c[0].checked_shr(shift).unwrap_or(0) as usize].next() {
-                    *slot = key;
-                }
-            });
-        };
-        if parallel {
-            chunks.into_par_iter().zip(parts).for_each(write);
-        } else {
-            chunks.into_iter().zip(parts).for_each(write);
-        }
-        starts
-    }
-}
-
-/// One thread's hash table and split buffer, reused from bucket to bucket.
-struct Scratch<K> {
-    table: Vec<K>,
-    split: Vec<K>,
-    starts: Vec<usize>,
-}
-
-impl<K> Default for Scratch<K> {
-    fn default() -> Self {
-        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new() }
-    }
-}
-
-impl<K: PackedKey> Scratch<K> {
-    /// The number of distinct `key & mask` over `keys`. A bucket too big for
-    /// one table in cache is split by hash into parts that each fit one.
-    fn distinct(&mut self, keys: &[K], mask: K) -> u64 {
-        if keys.len() <= TABLE_KEYS {
-            return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
-        }
-        let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
-        let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
-        let (mut split, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
-        starts.clear();
-        starts.resize((1 << part_bits) + 1, 0);
-        // `premix` twice rather than a third array of keys: memory stays at
-        // the keys and one copy, however big the bucket.
-        for &k in keys {
-            starts[part((k & mask).premix()) + 1] += 1;
-        }
-        for p in 0..1 << part_bits {
-            starts[p + 1] += starts[p];
-        }
-        split.clear();
-        split.resize(keys.len(), K::default());
-        // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
-        for &k in keys {
-            let v = (k & mask).premix();
-            let p = part(v);
-            split[starts[p]] = v;
-            starts[p] += 1;
-        }
-        let mut from = 0;
-        let mut total = 0;
-        for &to in &starts[..1 << part_bits] {
-            total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
-            from = to;
-        }
-        (self.split, self.starts) = (split, starts);
-        total
-    }
-
-    /// The number of distinct keys among `n` premixed keys, by linear
-    /// probing in a table of at least `2n` slots indexed by the `spread` bits
-    /// below its top `skip` (those chose the part the keys came from).
-    fn table_count(&mut self, keys: impl Iterator<Item = K>, n: usize, skip: u32) -> u64 {
-        let slot_bits = (2 * n).next_power_of_two().trailing_zeros().max(4);
-        let size = 1usize << slot_bits;
-        self.table.clear();
-        self.table.resize(size, K::EMPTY);
-        let (mut count, mut saw_empty) = (0u64, false);
-        let mut previous = None;
-        for k in keys {
-            // Sorted input repeats keys back to back: skip them without a
-            // probe (and its hard-to-predict branch).
-            if previous.replace(k) == Some(k) {
-                continue;
-            }
-            if k == K::EMPTY {
-                // Only with all-ones fields (extents of 2^64): counted aside.
-                saw_empty = true;
-                continue;
-            }
-            let mut i = ((k.spread() << skip) >> (64 - slot_bits)) as usize;
-            loop {
-                let slot = self.table[i];
-                if slot == k {
-                    break;
-                }
-                if slot == K::EMPTY {
-                    self.table[i] = k;
-                    count += 1;
-                    break;
-                }
-                i = (i + 1) & (size - 1);
-            }
-        }
-        count + u64::from(saw_empty)
-    }
-}
-
-/// Splits `0..n` into chunks: one when not `parallel`, else a few per thread.
-fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
-    let count = if parallel { (n / MIN_CHUNK).clamp(1, 4 * rayon::current_num_threads()) } else { 1 };
-    (0..count).map(|c| c * n / count..(c + 1) * n / count).collect()
 }
 
 #[cfg(test)]

@@ -26,9 +26,12 @@
 //! only the sets that matter, in rounds. After each round every order gets a
 //! cost: exact when all its prefix sets are counted, else a *lower bound*
 //! (`D(T) <= D(S)` for `T` within `S`, and `D(T) <= D(S) * prod_{d in T \ S}
-//! D({d})` for `T` containing `S`). An order whose bound is above the best
-//! exact cost, or equal to it and the order later in the tie rule, cannot
-//! win, and its sets are not needed. The next round counts the smallest
+//! D({d})` for `T` containing `S`); a set whose lower bound meets an upper
+//! one (`D(A) * prod_{d in S \ A} D({d})` for a counted `A` within `S`, or
+//! the entry count) is settled without counting, and input already in
+//! identity order gives the identity's sets in one scan. An order whose
+//! bound is above the best exact cost, or equal to it and the order later
+//! in the tie rule, cannot win, and its sets are not needed. The next round counts the smallest
 //! needed sets where a bitmap is cheap, else the sets of the reference
 //! orders (`compared` reports their sizes) and then of the most promising
 //! order, in one pass by its first dimension that also takes every other
@@ -86,6 +89,8 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> AutoChoice {
     let mut shortest_first = identity.clone();
     shortest_first.sort_by_key(|&d| source.shape[d as usize]); // stable: ties keep identity order
     let mut counter = Counter::new(source, parallel);
+    // Input in identity order (as files often are) gives the identity's sets in one scan.
+    counter.count_sorted_prefixes();
     // `compared` reports their exact sizes: their prefix sets are always counted.
     let references = [identity.clone(), shortest_first.clone()];
     let mode_order = if rank <= EXACT_MAX_RANK {
@@ -196,7 +201,11 @@ impl<'p> Search<'p> {
     fn run(&self, counter: &mut Counter<'_>, references: &[Vec<u32>], budget: Option<usize>) -> Vec<u32> {
         let mut spent = 0;
         loop {
-            let Round { best, mut needed, focus } = self.round(&Bounds::new(counter, self.rank));
+            let bounds = Bounds::new(counter, self.rank);
+            for &(set, distinct) in &bounds.deduced {
+                counter.settle(set, distinct);
+            }
+            let Round { best, mut needed, focus } = self.round(&bounds);
             // Settle the references first (`compared` needs their sizes, and
             // they give an early best to rule orders out against), then the
             // order with the lowest bound.
@@ -280,17 +289,17 @@ impl Step {
 }
 
 /// The next sets to count among `needed`: the smallest sets first where
-/// dense (they are cheap, and bound the bigger ones; with the dense sets one
-/// dimension bigger in the same scans), then the uncounted sets
+/// dense (they are cheap, and bound the bigger ones; with every needed dense
+/// set in the same scans), then the uncounted sets
 /// of `focus` (an order), by bitmaps where dense, else in one partition pass
 /// by its first dimension, which all its sets contain; the pass also counts
 /// the smallest needed sets that contain that dimension.
 fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Step {
     let Some(smallest) = needed.iter().map(|s| s.count_ones()).min() else { return Step::Done };
-    // The next size up rides along: a scan's cost is mostly reading the
-    // input, and the bigger sets are usually needed too.
-    let dense: Vec<Dims> =
-        needed.iter().copied().filter(|&s| s.count_ones() <= smallest + 1 && counter.is_dense(s)).collect();
+    // The bigger dense sets ride along: a scan's cost is mostly reading the
+    // input, the bigger sets are usually needed too, and the smaller ones
+    // are projected from their bitmaps rather than scanned.
+    let dense: Vec<Dims> = needed.iter().copied().filter(|&s| counter.is_dense(s)).collect();
     if dense.iter().any(|s| s.count_ones() == smallest) {
         return Step::Dense(dense);
     }
@@ -316,6 +325,8 @@ fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Step {
 struct Bounds {
     value: Vec<u64>,
     exact: Vec<bool>,
+    /// The sets known exactly without counting (`meet_upper`).
+    deduced: Vec<(Dims, u64)>,
 }
 
 impl Bounds {
@@ -351,7 +362,40 @@ impl Bounds {
                 value[set as usize] = value[set as usize].max(below).max(floor);
             }
         }
-        Self { value, exact }
+        let mut bounds = Self { value, exact, deduced: Vec::new() };
+        bounds.meet_upper(counter, &per_dim);
+        bounds
+    }
+
+    /// Settles the sets whose lower bound meets an upper one: `D(S) <= D(A) *
+    /// prod over S \ A of D({d})` for every counted `A` within `S` (the empty
+    /// set too: the product of the extents), and `D(S) <= nnz`. For example
+    /// every superset of a set whose projections are all distinct.
+    fn meet_upper(&mut self, counter: &Counter<'_>, per_dim: &[u64]) {
+        let full = self.value.len() - 1;
+        for set in 1..=full {
+            if self.exact[set] {
+                continue;
+            }
+            let mut upper = counter.entries();
+            let mut within = set;
+            loop {
+                if self.exact[within] {
+                    let spread =
+                        dims_of((set & !within) as Dims).map(|d| per_dim[d]).fold(1, u64::saturating_mul);
+                    upper = upper.min(self.value[within].saturating_mul(spread));
+                }
+                if within == 0 {
+                    break;
+                }
+                within = (within - 1) & set;
+            }
+            debug_assert!(self.value[set] <= upper, "bounds crossed for {set:b}");
+            if self.value[set] >= upper {
+                (self.value[set], self.exact[set]) = (upper, true);
+                self.deduced.push((set as Dims, upper));
+            }
+        }
     }
 
     fn at(&self, set: Dims) -> u64 {

@@ -89,6 +89,21 @@ impl Case {
                 indices.push(coord);
             }
         }
+        if u.ratio(1u8, 3)? {
+            // Files are often written in storage order: entries sorted by
+            // their coordinates, now and then with one moved out of place,
+            // take the presorted paths (the one pass, and the strays merged).
+            let mut rows: Vec<&[u64]> = indices.chunks_exact(rank).collect();
+            rows.sort();
+            let mut sorted: Vec<u64> = rows.concat();
+            if len > 1 && u.arbitrary()? {
+                let (a, b) = (u.choose_index(len)?, u.choose_index(len)?);
+                for d in 0..rank {
+                    sorted.swap(a * rank + d, b * rank + d);
+                }
+            }
+            indices = sorted;
+        }
         let element_type = *u.choose(ElementType::ALL)?;
         let mut values = vec![0u8; element_type.values_len(len as u64).expect("small") as usize];
         u.fill_buffer(&mut values)?;

@@ -65,10 +65,17 @@ fn every_method_counts_exactly() {
                     let cells = Counter::new(&source, parallel).cells(set);
                     if cells.is_some_and(|c| c <= 1 << 24) {
                         assert_eq!(
-                            Counter::new(&source, parallel).bitmaps(&[set]),
+                            Counter::new(&source, parallel).bitmaps(&[(set, vec![])]),
                             [(set, want)],
                             "bitmap: {what}"
                         );
+                        // Projected from the bitmap of every set that holds it.
+                        let dense =
+                            |s: Dims| Counter::new(&source, parallel).cells(s).is_some_and(|c| c <= 1 << 24);
+                        for sup in (set..1 << rank).filter(|&s| s & set == set && dense(s)) {
+                            let counted = Counter::new(&source, parallel).bitmaps(&[(sup, vec![set])]);
+                            assert_eq!(counted[1], (set, want), "projected from {sup:b}: {what}");
+                        }
                     }
                     assert_eq!(by_comparison(&source, set), want, "comparison: {what}");
                 }
@@ -89,6 +96,19 @@ fn a_pass_counts_many_sets_at_once() {
     counter.count_pass(3, &sets);
     for set in sets {
         assert_eq!(counter.get(set), Some(brute(&indices, 4, set)), "set {set:b}");
+    }
+    // `u128` keys (the union packs 123 bits), one set counted by bucket
+    // bitmaps ({1, 2}: 21 bits within a bucket), the other by hash tables.
+    let shape = [1u64 << 50, 1 << 20, 7, 1 << 50];
+    let indices: Vec<u64> =
+        (0..4 * 3000).map(|i| rand(&mut state) % [1 << 50, 1 << 20, 7, 40][i % 4]).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: 3000 };
+    for parallel in [false, true] {
+        let mut counter = Counter::new(&source, parallel);
+        counter.count_pass(2, &[0b0110, 0b1101]);
+        for set in [0b0110, 0b1101] {
+            assert_eq!(counter.get(set), Some(brute(&indices, 4, set)), "set {set:b}");
+        }
     }
 }
 
@@ -115,4 +135,31 @@ fn empty_input_has_no_projections() {
         assert_eq!(counter.get(set), Some(0), "set {set:b}");
     }
     assert_eq!(counter.get(0), Some(0));
+}
+
+#[test]
+fn sorted_input_gives_the_identity_prefixes() {
+    let shape = [4u64, 3, 5];
+    let mut state = 11u64;
+    let mut rows: Vec<[u64; 3]> = (0..300).map(|_| [0, 1, 2].map(|d| rand(&mut state) % shape[d])).collect();
+    rows.sort_unstable(); // with repeats
+    let indices: Vec<u64> = rows.iter().flatten().copied().collect();
+    let columns: Vec<Vec<u64>> = (0..3).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
+    let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+    for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
+        let source = Source { shape: &shape, indices: indices_of, len: rows.len() };
+        let mut counter = Counter::new(&source, false);
+        counter.count_sorted_prefixes();
+        for set in [0b001, 0b011, 0b111] {
+            assert_eq!(counter.get(set), Some(brute(&indices, 3, set)), "set {set:b}");
+        }
+        assert_eq!(counter.get(0b010), None);
+    }
+    // One descent anywhere: nothing counted.
+    let mut unsorted = indices.clone();
+    unsorted.swap(3 * 150, 3 * 298);
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&unsorted), len: rows.len() };
+    let mut counter = Counter::new(&source, false);
+    counter.count_sorted_prefixes();
+    assert_eq!(counter.get(0b001), None);
 }
