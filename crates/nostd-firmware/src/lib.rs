@@ -23,6 +23,18 @@ pub mod rt;
 
 pub use checksum::Checksum;
 
+/// The rank capacity of the programs' views: the largest rank they read
+/// (csf-core's `CsfView<'a, MAX>`). Their tensors are of rank 3 and 4; 8
+/// leaves room, and sizes a view at about 250 bytes and an iteration's
+/// cursor at about 300 on a 32-bit target, where the default capacity of
+/// 64 (every rank the format allows) takes 1.9 KiB and 2.1 KiB. A file of a
+/// higher rank is an error (`ViewError::RankTooLarge`, or
+/// `Rule::ViewRefused` from `csf_validate::validate_capped`), not a panic.
+pub const CAPACITY: usize = 8;
+
+/// A view of [`CAPACITY`].
+pub type View<'a> = csf_core::CsfView<'a, CAPACITY>;
+
 /// Bytes aligned as a file's buffers are (`docs/format.md`: every buffer starts
 /// on a 64-byte boundary from the start of the container), so that the
 /// `pos`/`crd` arrays of a container placed here are 8-byte aligned in memory

@@ -10,22 +10,26 @@
 //!
 //! Each phase after decoding can be left out (features `validate`, `lookup`,
 //! `iterate`, all on by default) to measure what it adds; without
-//! `validate` the view is taken unchecked (`CsfView::from_container`).
+//! `validate` the view is taken unchecked (`CsfView::from_container_capped`).
+//!
+//! The views are of capacity `CAPACITY` (8, `nostd_firmware::View`): sized
+//! for the ranks this firmware reads, not for the format's cap of 64.
 #![no_std]
 #![no_main]
 
 use core::hint::black_box;
 
 use cortex_m_rt::entry;
-use csf_core::{CsfView, Value};
-use nostd_firmware::{exit, report_stack, Checksum, SPEC_EXAMPLE};
+use csf_core::Value;
+use nostd_firmware::{exit, report_stack, Checksum, View, CAPACITY, SPEC_EXAMPLE};
 
 /// What the workload found: the looked-up value's bits and the iteration
 /// checksum (each 0 when its phase is left out), or the phase that failed.
 ///
 /// Each step is a function of its own, and results are bound by reference:
-/// a view is 1.9 KiB on a 32-bit target and an iteration's state about
-/// 3 KiB, and what the compiler merges into one frame, or moves out of a
+/// a view of the default capacity is 1.9 KiB on a 32-bit target and an
+/// iteration's state about 3 KiB (at capacity 8, about 250 and 400 bytes),
+/// and what the compiler merges into one frame, or moves out of a
 /// `Result`, it keeps on the stack side by side (docs/benchmarks.md).
 #[inline(never)]
 fn workload(bytes: &[u8], query: &[u64]) -> Result<(u32, u64), &'static str> {
@@ -36,10 +40,10 @@ fn workload(bytes: &[u8], query: &[u64]) -> Result<(u32, u64), &'static str> {
 #[inline(never)]
 fn read(container: &hurray_format::Container<'_>, query: &[u64]) -> Result<(u32, u64), &'static str> {
     #[cfg(feature = "validate")]
-    let checked = csf_validate::validate(container);
+    let checked = csf_validate::validate_capped::<CAPACITY>(container);
     #[cfg(not(feature = "validate"))]
-    let checked = csf_core::CsfView::from_container(container);
-    let tensor: &CsfView<'_> = checked.as_ref().map_err(|_| "validate")?;
+    let checked = View::from_container_capped(container);
+    let tensor: &View<'_> = checked.as_ref().map_err(|_| "validate")?;
     let mut found = 0;
     if cfg!(feature = "lookup") {
         // `get` gives the value the tensor means (dequantized if quantized).
@@ -50,7 +54,7 @@ fn read(container: &hurray_format::Container<'_>, query: &[u64]) -> Result<(u32,
 }
 
 #[inline(never)]
-fn iterate(tensor: &CsfView<'_>) -> u64 {
+fn iterate(tensor: &View<'_>) -> u64 {
     let mut sum = Checksum::new();
     tensor.for_each(|index, leaf| sum.add(index, bits(tensor.value(leaf, index))));
     sum.value()
