@@ -134,13 +134,19 @@ impl core::fmt::Display for RankAbove {
 /// (shape, mode order, levels): 64 by default, the data model's cap, which
 /// reads every file (1.9 KiB on a 32-bit target, 3.1 KiB on a 64-bit one).
 /// A firmware that knows its tensors' ranks chooses a smaller one,
-/// `CsfView<'a, 8>` say (about 250 bytes on a 32-bit target), through the
+/// `CsfView<'a, 8>` say (about 290 bytes on a 32-bit target: 64 bytes
+/// and 28 per rank of capacity), through the
 /// `_capped` constructors ([`CsfView::from_container_capped`],
 /// [`CsfView::empty_capped`]) or [`CsfView::read_container`]; its cursors,
 /// walks and sub-trees are sized by the same `MAX`. A container of a higher
 /// rank is then [`ViewError::RankTooLarge`] with the rank found and the
 /// capacity, never a panic. `MAX` must lie in `3..=64`: another value is a
 /// compile-time error where a view of it is made.
+///
+/// ```compile_fail
+/// // Capacity 2: CSF has no rank-2 tensors (and 65 is past the data model's cap).
+/// let view = csf_core::CsfView::<'_, 2>::empty_capped();
+/// ```
 ///
 /// ```
 /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();

@@ -103,7 +103,7 @@ fn cursor_checksum(view: &View<'_>) -> Checksum {
 }
 
 // Each fixture is checked in a function of its own, and results are bound by
-// reference: a view is 1.9 KiB on a 32-bit target at the default capacity (250 bytes at
+// reference: a view is 1.9 KiB on a 32-bit target at the default capacity (180 bytes at
 // `CAPACITY`), and every move out of a
 // `Result`, or frame the compiler merges into `main`, is another copy on the
 // stack, which the micro:bit's 16 KiB of RAM has little room for.
