@@ -35,7 +35,7 @@ pub(crate) struct Scope<'p> {
 
 impl Scope<'_> {
     /// The whole tensor: the root's children at level 0, and every node below.
-    pub(crate) fn whole(view: &CsfView<'_>) -> Scope<'static> {
+    pub(crate) fn whole<const MAX: usize>(view: &CsfView<'_, MAX>) -> Scope<'static> {
         Scope { level: 0, nodes: view.level(0).map_or((0, 0), |l| l.children(0)), prefix: &[] }
     }
 
@@ -47,7 +47,12 @@ impl Scope<'_> {
     /// `Scope::range` and `Cursor::scoped` both step through it, and a copy
     /// in each cost flash on a Cortex-M0 (`docs/benchmarks.md`, "Embedded").
     #[inline(never)]
-    pub(crate) fn below(&self, view: &CsfView<'_>, level: usize, above: (usize, usize)) -> (usize, usize) {
+    pub(crate) fn below<const MAX: usize>(
+        &self,
+        view: &CsfView<'_, MAX>,
+        level: usize,
+        above: (usize, usize),
+    ) -> (usize, usize) {
         if self.level == 0 {
             return (0, view.node_count(level));
         }
@@ -57,7 +62,7 @@ impl Scope<'_> {
     /// The scope's node range at `level`; empty above the top. `O(level - k)`.
     /// Out of line, to keep `CsfView::walk` small (see there).
     #[inline(never)]
-    pub(crate) fn range(&self, view: &CsfView<'_>, level: usize) -> (usize, usize) {
+    pub(crate) fn range<const MAX: usize>(&self, view: &CsfView<'_, MAX>, level: usize) -> (usize, usize) {
         if level < self.level {
             return (0, 0);
         }
@@ -65,14 +70,15 @@ impl Scope<'_> {
     }
 }
 
-/// Where a coordinate goes in the logical index: `mode_order[L]`, or a spare
-/// slot past the real ones ([`SPARE`]) when `mode_order[L]` names no dimension
-/// (unvalidated data), so that writing it is harmless. Bytes, not `usize`s:
-/// a cursor holds these, and its size is stack on a microcontroller (192
-/// bytes fewer on a 32-bit target, which pays for the cursor's `limit`).
-pub(crate) fn logical_slots(view: &CsfView<'_>) -> [u8; MAX_RANK] {
+/// Where a coordinate goes in the logical index: `mode_order[L]`, or a slot
+/// past every index ([`SPARE`]) when `mode_order[L]` names no dimension
+/// (unvalidated data), so that the coordinate is not written. Bytes, not
+/// `usize`s: a cursor holds these, and its size is stack on a
+/// microcontroller (192 bytes fewer on a 32-bit target at capacity 64,
+/// which pays for the cursor's `limit`).
+pub(crate) fn logical_slots<const MAX: usize>(view: &CsfView<'_, MAX>) -> [u8; MAX] {
     let rank = view.rank();
-    let mut slots = [SPARE; MAX_RANK];
+    let mut slots = [SPARE; MAX];
     for (slot, &dim) in slots.iter_mut().zip(view.mode_order()) {
         if let Ok(dim) = u8::try_from(dim) {
             if usize::from(dim) < rank {
@@ -83,15 +89,16 @@ pub(crate) fn logical_slots(view: &CsfView<'_>) -> [u8; MAX_RANK] {
     slots
 }
 
-/// The spare slot of [`logical_slots`], `MAX_RANK`.
+/// The slot of [`logical_slots`] for no dimension: past the end of every
+/// index (of at most `MAX_RANK` entries), so that writes to it are dropped.
 const SPARE: u8 = {
     assert!(MAX_RANK < u8::MAX as usize);
-    MAX_RANK as u8
+    u8::MAX
 };
 
 /// Slot `level` of `slots` as an index.
 #[inline]
-fn slot_of(slots: &[u8; MAX_RANK], level: usize) -> usize {
+fn slot_of<const MAX: usize>(slots: &[u8; MAX], level: usize) -> usize {
     usize::from(slots.get(level).copied().unwrap_or(SPARE))
 }
 
@@ -99,28 +106,29 @@ fn slot_of(slots: &[u8; MAX_RANK], level: usize) -> usize {
 /// whole tensor ([`CsfView::cursor`]) or of a sub-tree
 /// ([`Subtree::cursor`](crate::Subtree::cursor)).
 ///
-/// It does not allocate; its state is a few fixed arrays sized by the rank
-/// cap. Call [`Cursor::advance`] until it returns `false`; in between,
+/// It does not allocate; its state is a few fixed arrays sized by the
+/// view's capacity `MAX` (64 by default: 2.1 KiB on a 32-bit target; see
+/// [`CsfView`]'s capacity). Call [`Cursor::advance`] until it returns `false`; in between,
 /// [`Cursor::index`], [`Cursor::coords`], [`Cursor::leaf`] and
 /// [`Cursor::value`] describe the current non-zero.
 #[derive(Clone, Debug)]
-pub struct Cursor<'v, 'a> {
-    view: &'v CsfView<'a>,
-    slots: [u8; MAX_RANK],
+pub struct Cursor<'v, 'a, const MAX: usize = MAX_RANK> {
+    view: &'v CsfView<'a, MAX>,
+    slots: [u8; MAX],
     /// Current node at each level.
-    node: [usize; MAX_RANK],
+    node: [usize; MAX],
     /// End of the current slice at each level.
-    end: [usize; MAX_RANK],
+    end: [usize; MAX],
     /// First node not yet visited at each level (to begin with, the first
     /// node of the scope's range there).
-    high: [usize; MAX_RANK],
+    high: [usize; MAX],
     /// End of the scope's node range at each level below its top: no slice
     /// reaches past it.
-    limit: [usize; MAX_RANK],
+    limit: [usize; MAX],
     /// Storage-order coordinates `c[L]`.
-    coords: [u64; MAX_RANK],
-    /// Logical index, plus one spare slot for stray `mode_order` entries.
-    index: [u64; MAX_RANK + 1],
+    coords: [u64; MAX],
+    /// Logical index (a stray `mode_order` entry's coordinate is not written).
+    index: [u64; MAX],
     /// The levels walked, `0..rank`: the view's rank, or fewer when
     /// [`CsfView::walk`] walks the levels above its two flat loops (so that
     /// it borrows the view instead of copying a shortened one).
@@ -133,9 +141,9 @@ pub struct Cursor<'v, 'a> {
     steps: u64,
 }
 
-impl<'v, 'a> Cursor<'v, 'a> {
+impl<'v, 'a, const MAX: usize> Cursor<'v, 'a, MAX> {
     /// A cursor before the first non-zero of `view`.
-    pub fn new(view: &'v CsfView<'a>) -> Self {
+    pub fn new(view: &'v CsfView<'a, MAX>) -> Self {
         Self::scoped(view, &Scope::whole(view), logical_slots(view), view.rank())
     }
 
@@ -147,9 +155,9 @@ impl<'v, 'a> Cursor<'v, 'a> {
     /// it, not built in a frame of its own and copied out.
     #[inline(always)]
     pub(crate) fn scoped(
-        view: &'v CsfView<'a>,
+        view: &'v CsfView<'a, MAX>,
         scope: &Scope<'_>,
-        slots: [u8; MAX_RANK],
+        slots: [u8; MAX],
         rank: usize,
     ) -> Self {
         let mut cursor = Self::blank(view, slots, rank.min(view.rank()), scope.level);
@@ -160,16 +168,16 @@ impl<'v, 'a> Cursor<'v, 'a> {
     /// A cursor at no node, over levels `0..rank`, starting at level `top`.
     /// A literal in tail position: written straight into the return slot.
     #[inline(never)]
-    fn blank(view: &'v CsfView<'a>, slots: [u8; MAX_RANK], rank: usize, top: usize) -> Self {
+    fn blank(view: &'v CsfView<'a, MAX>, slots: [u8; MAX], rank: usize, top: usize) -> Self {
         Self {
             view,
             slots,
-            node: [0; MAX_RANK],
-            end: [0; MAX_RANK],
-            high: [0; MAX_RANK],
-            limit: [0; MAX_RANK],
-            coords: [0; MAX_RANK],
-            index: [0; MAX_RANK + 1],
+            node: [0; MAX],
+            end: [0; MAX],
+            high: [0; MAX],
+            limit: [0; MAX],
+            coords: [0; MAX],
+            index: [0; MAX],
             rank,
             top,
             level: top,
@@ -311,11 +319,11 @@ impl<'v, 'a> Cursor<'v, 'a> {
 
 /// An iterator over `(logical index, value)` for a tensor of rank `R`.
 #[derive(Clone, Debug)]
-pub struct Entries<'v, 'a, const R: usize> {
-    pub(crate) cursor: Cursor<'v, 'a>,
+pub struct Entries<'v, 'a, const R: usize, const MAX: usize = MAX_RANK> {
+    pub(crate) cursor: Cursor<'v, 'a, MAX>,
 }
 
-impl<const R: usize> Iterator for Entries<'_, '_, R> {
+impl<const R: usize, const MAX: usize> Iterator for Entries<'_, '_, R, MAX> {
     type Item = ([u64; R], Option<Value>);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -330,7 +338,7 @@ impl<const R: usize> Iterator for Entries<'_, '_, R> {
     }
 }
 
-impl<'a> CsfView<'a> {
+impl<'a, const MAX: usize> CsfView<'a, MAX> {
     /// A cursor over the non-zeros in leaf order.
     ///
     /// ```
@@ -352,7 +360,7 @@ impl<'a> CsfView<'a> {
     /// assert_eq!(leaves.len(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cursor(&self) -> Cursor<'_, 'a> {
+    pub fn cursor(&self) -> Cursor<'_, 'a, MAX> {
         Cursor::new(self)
     }
 
@@ -363,7 +371,7 @@ impl<'a> CsfView<'a> {
     ///
     /// # Errors
     /// [`LookupError::WrongRank`] when `R` is not the tensor's rank.
-    pub fn entries<const R: usize>(&self) -> Result<Entries<'_, 'a, R>, LookupError> {
+    pub fn entries<const R: usize>(&self) -> Result<Entries<'_, 'a, R, MAX>, LookupError> {
         if R != self.rank() {
             return Err(LookupError::WrongRank { got: R, rank: self.rank() });
         }
@@ -437,7 +445,7 @@ impl<'a> CsfView<'a> {
             leaf: Fiberwise::new(self.level(last).unwrap_or_default(), slot(last), scope.range(self, last)),
             // Zeroed in place and then filled: an index built apart and
             // moved in was 520 more bytes of stack on a 32-bit target.
-            out: [0; MAX_RANK + 1],
+            out: [0; MAX],
             rank,
         };
         for (level, &coord) in scope.prefix.iter().enumerate().take(scope.level) {
@@ -458,7 +466,8 @@ impl<'a> CsfView<'a> {
         // is level rank-2 scans its own node range there instead, once (its
         // cursor, over no level, stops nowhere).
         // The cursor walks levels `0..mid` of this view, by reference: a
-        // shortened copy of the view cost 1.9 KiB of stack on a 32-bit target.
+        // shortened copy of the view cost 1.9 KiB of stack on a 32-bit target
+        // (at capacity 64).
         // Built in place (blank, then started), not through `Cursor::scoped`:
         // a cursor moved out of a constructor was built and then copied,
         // 2.1 KiB more stack on a 32-bit target.
@@ -533,14 +542,14 @@ fn coords(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
 }
 
 /// The two innermost levels of [`CsfView::walk`].
-struct Fibers<'a> {
+struct Fibers<'a, const MAX: usize> {
     mid: Fiberwise<'a>,
     leaf: Fiberwise<'a>,
-    out: [u64; MAX_RANK + 1],
+    out: [u64; MAX],
     rank: usize,
 }
 
-impl Fibers<'_> {
+impl<const MAX: usize> Fibers<'_, MAX> {
     /// Visits the leaves `first..end` (the walk of a scope whose top is the
     /// leaf level). Always inlined, like every function that calls `f`: out
     /// of line, it took `f`'s captures by address, and the compiler then kept
@@ -617,9 +626,15 @@ impl Fibers<'_> {
         // before it, the sum-only loop was slower.)
         let within = leaves.get(..self.leaf.limit.min(leaves.len())).unwrap_or(&[]);
         let Some(leaves) = within.get(first..last) else { return false };
+        // A slot past the index (a stray `mode_order` entry, on unvalidated
+        // data) is left to the nested loops, which drop its coordinate:
+        // here both slots are in bounds, and their checks leave the loop.
+        let (mid_slot, leaf_slot) = (self.mid.slot, self.leaf.slot);
+        if mid_slot >= MAX || leaf_slot >= MAX {
+            return false;
+        }
         let mut out = self.out;
-        let (mid_slot, leaf_slot) = (self.mid.slot.min(MAX_RANK), self.leaf.slot.min(MAX_RANK));
-        let rank = self.rank.min(MAX_RANK);
+        let rank = self.rank.min(MAX);
         // Mid node `i` (of the slice) owns leaves `pos[i]..pos[i + 1]`.
         let mut i = 0usize;
         let mut next = pos.get(1).copied().unwrap_or(u64::MAX);

@@ -42,7 +42,7 @@ pub enum TypedValuesError {
     },
 }
 
-impl<'a> CsfView<'a> {
+impl<'a, const MAX: usize> CsfView<'a, MAX> {
     /// The value the leaf at `leaf` (logical index `index`) holds: the stored
     /// element when the tensor is not quantized, and its dequantized value
     /// (`Value::F32`, `docs/format.md` § 5.7.3) when it is. `None` when the

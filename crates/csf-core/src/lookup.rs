@@ -62,7 +62,7 @@ pub enum LookupError {
 /// in `docs/benchmarks.md`, "csf-core: lookup and iteration".
 const GROUP: usize = 32;
 
-impl CsfView<'_> {
+impl<const MAX: usize> CsfView<'_, MAX> {
     /// The leaf position of logical index `index`, or `None` when the element
     /// is an implicit zero: the spec's lookup, one search per level over the
     /// parent's slice (narrowed by the slice's end values when it is long,

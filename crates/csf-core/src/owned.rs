@@ -207,7 +207,7 @@ impl OwnedCsf {
     }
 
     /// A copy of a view's arrays.
-    pub fn from_view(view: &CsfView<'_>) -> Self {
+    pub fn from_view<const MAX: usize>(view: &CsfView<'_, MAX>) -> Self {
         let words = |a: U64Array<'_>| a.iter().map(u64::to_le).collect::<Vec<_>>();
         Self {
             element_type: view.element_type(),
@@ -419,7 +419,7 @@ pub enum DenseError {
     TypeMismatch(ElementType),
 }
 
-impl CsfView<'_> {
+impl<const MAX: usize> CsfView<'_, MAX> {
     /// The non-zeros as a coordinate list, in leaf order. Its size is
     /// proportional to the entries actually stored, never to a length field.
     /// The values are the tensor's values, as [`CsfView::value`] gives them:

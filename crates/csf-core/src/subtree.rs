@@ -38,16 +38,16 @@ use crate::view::{CsfView, Fiber};
 /// tensor, walked exactly as [`CsfView::for_each`] walks it (its levels below
 /// the first bounded by their length only).
 #[derive(Clone, Copy, Debug)]
-pub struct Subtree<'v, 'a> {
-    view: &'v CsfView<'a>,
-    prefix: [u64; MAX_RANK],
+pub struct Subtree<'v, 'a, const MAX: usize = MAX_RANK> {
+    view: &'v CsfView<'a, MAX>,
+    prefix: [u64; MAX],
     /// `k`, the prefix's length.
     level: usize,
     /// The nodes of level `k`: the children of the prefix's node.
     nodes: (usize, usize),
 }
 
-impl<'a> CsfView<'a> {
+impl<'a, const MAX: usize> CsfView<'a, MAX> {
     /// The sub-tree under `prefix`, the first `k` coordinates of its entries
     /// **in storage order** (`prefix[L]` is the coordinate of level `L`, that
     /// is of logical dimension `mode_order[L]`), for `k` below the rank; or
@@ -85,7 +85,7 @@ impl<'a> CsfView<'a> {
     /// dimension); [`LookupError::BadModeOrder`] when `mode_order[L]` names no
     /// dimension (unvalidated data). Checked for every coordinate before any
     /// search, as [`CsfView::find`] checks an index.
-    pub fn subtree(&self, prefix: &[u64]) -> Result<Option<Subtree<'_, 'a>>, LookupError> {
+    pub fn subtree(&self, prefix: &[u64]) -> Result<Option<Subtree<'_, 'a, MAX>>, LookupError> {
         let rank = self.rank();
         let k = prefix.len();
         if k >= rank {
@@ -105,7 +105,7 @@ impl<'a> CsfView<'a> {
                 None => return Ok(None),
             }
         }
-        let mut stored = [0; MAX_RANK];
+        let mut stored = [0; MAX];
         for (dst, src) in stored.iter_mut().zip(prefix) {
             *dst = *src;
         }
@@ -128,13 +128,13 @@ impl<'a> CsfView<'a> {
     }
 }
 
-impl<'v, 'a> Subtree<'v, 'a> {
+impl<'v, 'a, const MAX: usize> Subtree<'v, 'a, MAX> {
     fn scope(&self) -> Scope<'_> {
         Scope { level: self.level, nodes: self.nodes, prefix: self.prefix() }
     }
 
     /// The tensor it is a sub-tree of.
-    pub fn view(&self) -> &'v CsfView<'a> {
+    pub fn view(&self) -> &'v CsfView<'a, MAX> {
         self.view
     }
 
@@ -200,7 +200,7 @@ impl<'v, 'a> Subtree<'v, 'a> {
 
     /// A cursor over its entries in leaf order, which stops when it has left
     /// the sub-tree; [`Cursor::index`] and [`Cursor::coords`] include the prefix.
-    pub fn cursor(&self) -> Cursor<'v, 'a> {
+    pub fn cursor(&self) -> Cursor<'v, 'a, MAX> {
         Cursor::scoped(self.view, &self.scope(), logical_slots(self.view), self.view.rank())
     }
 
@@ -209,7 +209,7 @@ impl<'v, 'a> Subtree<'v, 'a> {
     ///
     /// # Errors
     /// [`LookupError::WrongRank`] when `R` is not the tensor's rank.
-    pub fn entries<const R: usize>(&self) -> Result<Entries<'v, 'a, R>, LookupError> {
+    pub fn entries<const R: usize>(&self) -> Result<Entries<'v, 'a, R, MAX>, LookupError> {
         let rank = self.view.rank();
         if R != rank {
             return Err(LookupError::WrongRank { got: R, rank });

@@ -1,7 +1,7 @@
 //! The borrowed CSF tensor (spec § Description, § Mode Ordering, § Buffer Table).
 
 use hurray_format::le::U64Array;
-use hurray_format::limits::{RankError, MAX_RANK};
+use hurray_format::limits::{RankError, MAX_RANK, MIN_CSF_RANK};
 use hurray_format::{csf, Container, ElementType, LayoutTag};
 
 use crate::quant::Quantized;
@@ -63,11 +63,15 @@ pub enum ViewError {
         /// The rank the descriptor declares (its shape's length).
         rank: usize,
     },
-    /// More dimensions than the data model's cap.
-    #[error("{}", RankError::TooLarge(*rank))]
+    /// More dimensions than the view holds: the data model's cap of 64, or
+    /// the smaller capacity `MAX` of a [`CsfView<'_, MAX>`](CsfView).
+    #[error("{}", RankAbove { rank: *rank, capacity: *capacity })]
     RankTooLarge {
         /// The rank the descriptor declares (its shape's length).
         rank: usize,
+        /// The most dimensions the view holds: its `MAX` (64, the data
+        /// model's cap, unless a smaller capacity was chosen).
+        capacity: usize,
     },
     /// `mode_order` does not have one entry per dimension.
     #[error("mode_order has {len} entries for rank {rank}")]
@@ -97,23 +101,91 @@ pub enum ViewError {
     },
 }
 
+/// The message of [`ViewError::RankTooLarge`]: the data model's wording
+/// (hurray-format's `RankError`) at the cap of 64, the view's capacity below it.
+struct RankAbove {
+    rank: usize,
+    capacity: usize,
+}
+
+impl core::fmt::Display for RankAbove {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.capacity >= MAX_RANK {
+            write!(f, "{}", RankError::TooLarge(self.rank))
+        } else {
+            write!(
+                f,
+                "rank {} exceeds this view's capacity of {} (CsfView<'_, {}>)",
+                self.rank, self.capacity, self.capacity
+            )
+        }
+    }
+}
+
 /// A CSF tensor borrowed from its buffers: nothing is copied.
 ///
 /// Every accessor is total: on data that breaks the storage invariants (which
 /// permissive validation lets through) it returns wrong-but-harmless answers,
 /// never panics, never reads out of bounds, and does bounded work (see the
 /// crate docs).
+///
+/// # Capacity
+/// `MAX` is the largest rank the view holds, and sizes its per-level arrays
+/// (shape, mode order, levels): 64 by default, the data model's cap, which
+/// reads every file (1.9 KiB on a 32-bit target, 3.1 KiB on a 64-bit one).
+/// A firmware that knows its tensors' ranks chooses a smaller one,
+/// `CsfView<'a, 8>` say (about 290 bytes on a 32-bit target: 64 bytes
+/// and 28 per rank of capacity), through the
+/// `_capped` constructors ([`CsfView::from_container_capped`],
+/// [`CsfView::empty_capped`]) or [`CsfView::read_container`]; its cursors,
+/// walks and sub-trees are sized by the same `MAX`. A container of a higher
+/// rank is then [`ViewError::RankTooLarge`] with the rank found and the
+/// capacity, never a panic. `MAX` must lie in `3..=64`: another value is a
+/// compile-time error where a view of it is made.
+///
+/// ```compile_fail
+/// // Capacity 2: CSF has no rank-2 tensors (and 65 is past the data model's cap).
+/// let view = csf_core::CsfView::<'_, 2>::empty_capped();
+/// ```
+///
+/// ```
+/// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// # let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+/// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4)?;
+/// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+/// use csf_core::{CsfView, ViewError};
+///
+/// let container = hurray_format::Container::decode(&bytes)?; // the spec's example, rank 3
+/// let small = CsfView::<'_, 4>::from_container_capped(&container)?;
+/// assert_eq!(small.get_f64(&[1, 1, 2])?, 4.0);
+/// assert!(core::mem::size_of_val(&small) < core::mem::size_of::<CsfView<'_>>() / 8);
+/// // A rank above the capacity is an error, not a panic:
+/// let mut view = CsfView::<'_, 4>::empty_capped();
+/// # let rank5 = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[1; 5], &[0, 1, 2, 3, 4], 0)?;
+/// # let empty = [vec![], le(&[0, 0]), vec![], le(&[0]), vec![], le(&[0]), vec![], le(&[0]), vec![], le(&[0]), vec![]];
+/// # let slices: Vec<&[u8]> = empty.iter().map(Vec::as_slice).collect();
+/// # let bytes5 = hurray_format::encode_to_vec(&rank5, &slices)?;
+/// let rank5 = hurray_format::Container::decode(&bytes5)?; // an empty rank-5 tensor
+/// assert_eq!(view.read_container(&rank5), Err(ViewError::RankTooLarge { rank: 5, capacity: 4 }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
-pub struct CsfView<'a> {
+pub struct CsfView<'a, const MAX: usize = MAX_RANK> {
     rank: usize,
     nnz: u64,
-    shape: [u64; MAX_RANK],
-    mode_order: [u32; MAX_RANK],
-    levels: [Level<'a>; MAX_RANK],
+    shape: [u64; MAX],
+    mode_order: [u32; MAX],
+    levels: [Level<'a>; MAX],
     values: Values<'a>,
     quantization: Option<Quantized<'a>>,
 }
 
+/// The constructors of the default capacity, 64: every file's rank. (The
+/// generic ones are `from_container_capped` and `empty_capped`: a default
+/// capacity is not used to infer a type, so that `CsfView::empty()` would
+/// not compile if it were generic.)
 impl<'a> CsfView<'a> {
     /// Views the buffers of a decoded container, borrowing them.
     ///
@@ -136,14 +208,65 @@ impl<'a> CsfView<'a> {
     /// A [`ViewError`] when the layout is not CSF, the rank is outside
     /// `3..=64`, `mode_order` has the wrong length, a buffer is missing, or a
     /// `pos`/`crd` buffer is not a whole number of `u64`s.
-    // Out of line: it runs once per file, and inlined into a caller (with
-    // LTO, into `csf_validate::validate`) its 1.9 KiB view and the `Result`
-    // holding it both stayed in the caller's frame for the whole validation.
-    // The result is the local returned, so that it is built in the caller's
-    // slot, not built here and copied there.
-    #[inline(never)]
+    #[inline]
     pub fn from_container(container: &Container<'a>) -> Result<Self, ViewError> {
-        let mut out = Ok(CsfView::empty());
+        Self::from_container_capped(container)
+    }
+
+    /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in, and
+    /// what [`CsfView::read_container`] fills (1.9 KiB on a 32-bit target:
+    /// see [`CsfView::empty_capped`] for a smaller one).
+    #[inline]
+    pub fn empty() -> CsfView<'static> {
+        CsfView::empty_capped()
+    }
+
+    pub(crate) fn assemble(
+        shape: &[u64],
+        mode_order: &[u32],
+        nnz: u64,
+        levels: [Level<'a>; MAX_RANK],
+        values: Values<'a>,
+    ) -> Self {
+        let mut view = Self {
+            rank: shape.len(),
+            nnz,
+            shape: [0; MAX_RANK],
+            mode_order: [0; MAX_RANK],
+            levels,
+            values,
+            quantization: None,
+        };
+        for (dst, src) in view.shape.iter_mut().zip(shape) {
+            *dst = *src;
+        }
+        for (dst, src) in view.mode_order.iter_mut().zip(mode_order) {
+            *dst = *src;
+        }
+        view
+    }
+}
+
+impl<'a, const MAX: usize> CsfView<'a, MAX> {
+    /// The capacity: the largest rank this view type holds (`MAX`).
+    pub const CAPACITY: usize = MAX;
+
+    /// [`CsfView::from_container`] for a view of capacity `MAX`
+    /// (`CsfView::<'_, 8>::from_container_capped(&container)`): a container
+    /// whose rank exceeds `MAX` is [`ViewError::RankTooLarge`].
+    ///
+    /// # Errors
+    /// As [`CsfView::from_container`], and [`ViewError::RankTooLarge`] above
+    /// the capacity.
+    // Out of line: it runs once per file, and inlined into a caller (with
+    // LTO, into `csf_validate::validate`) its view (1.9 KiB on a 32-bit
+    // target at the default capacity) and the `Result` holding it both
+    // stayed in the caller's frame for the whole validation. The result is
+    // the local returned, so that it is built in the caller's slot, not
+    // built here and copied there.
+    #[inline(never)]
+    pub fn from_container_capped(container: &Container<'a>) -> Result<Self, ViewError> {
+        let mut out = Ok(CsfView::empty_capped());
         if let Ok(view) = &mut out {
             if let Err(e) = view.read_container(container) {
                 out = Err(e);
@@ -155,7 +278,8 @@ impl<'a> CsfView<'a> {
     /// [`CsfView::from_container`] in place: views the buffers of
     /// `container` as this view, which is left unchanged on an error.
     ///
-    /// For a microcontroller: a view is 1.9 KiB on a 32-bit target, and a
+    /// For a microcontroller: a view of the default capacity is 1.9 KiB on a
+    /// 32-bit target (see [`CsfView`]'s capacity for a smaller one), and a
     /// view returned by value may be built in one frame and copied to
     /// another; this one is filled where it lies (`csf_validate::validate`
     /// reads its view so).
@@ -175,16 +299,18 @@ impl<'a> CsfView<'a> {
     /// ```
     ///
     /// # Errors
-    /// As [`CsfView::from_container`].
+    /// As [`CsfView::from_container_capped`].
     #[inline(never)]
     pub fn read_container(&mut self, container: &Container<'a>) -> Result<(), ViewError> {
+        // A capacity outside 3..=64 fails to compile here.
+        const { assert!(MIN_CSF_RANK <= MAX && MAX <= MAX_RANK, "a CsfView's capacity MAX must lie in 3..=64") };
         if container.layout() != LayoutTag::CSF {
             return Err(ViewError::NotCsf(container.layout()));
         }
         let rank = container.rank();
         let needed = csf::buffer_count(rank);
         let count = container.buffer_count();
-        check_shape(rank, container.mode_order().len())?;
+        check_shape(rank, container.mode_order().len(), MAX)?;
         if count < needed {
             return Err(ViewError::MissingBuffer { index: count, count, needed });
         }
@@ -215,47 +341,25 @@ impl<'a> CsfView<'a> {
         Ok(())
     }
 
-    pub(crate) fn assemble(
-        shape: &[u64],
-        mode_order: &[u32],
-        nnz: u64,
-        levels: [Level<'a>; MAX_RANK],
-        values: Values<'a>,
-    ) -> Self {
-        let mut view = Self {
-            rank: shape.len(),
-            nnz,
-            shape: [0; MAX_RANK],
-            mode_order: [0; MAX_RANK],
-            levels,
-            values,
-            quantization: None,
-        };
-        for (dst, src) in view.shape.iter_mut().zip(shape) {
-            *dst = *src;
-        }
-        for (dst, src) in view.mode_order.iter_mut().zip(mode_order) {
-            *dst = *src;
-        }
-        view
-    }
-
-    /// An empty rank-3 tensor of shape `[0, 0, 0]`: a safe stand-in, and
-    /// what [`CsfView::read_container`] fills. Out of line, so that it is
-    /// built where it is returned (1.9 KiB on a 32-bit target).
+    /// [`CsfView::empty`] of capacity `MAX`: an empty rank-3 tensor of
+    /// shape `[0, 0, 0]`, for [`CsfView::read_container`] to fill
+    /// (`CsfView::<'_, 8>::empty_capped()`). Out of line, so that it is
+    /// built where it is returned.
     #[inline(never)]
-    pub fn empty() -> CsfView<'static> {
+    pub fn empty_capped() -> CsfView<'static, MAX> {
+        // A capacity outside 3..=64 fails to compile here.
+        const { assert!(MIN_CSF_RANK <= MAX && MAX <= MAX_RANK, "a CsfView's capacity MAX must lie in 3..=64") };
         // A literal in tail position: written straight into the return slot.
-        let mut mode_order = [0; MAX_RANK];
+        let mut mode_order = [0; MAX];
         if let Some(head) = mode_order.get_mut(..3) {
             head.copy_from_slice(&[0, 1, 2]);
         }
         CsfView {
             rank: 3,
             nnz: 0,
-            shape: [0; MAX_RANK],
+            shape: [0; MAX],
             mode_order,
-            levels: [Level { pos: U64Array::EMPTY, crd: U64Array::EMPTY }; MAX_RANK],
+            levels: [Level { pos: U64Array::EMPTY, crd: U64Array::EMPTY }; MAX],
             values: Values::new(ElementType::U8, &[]),
             quantization: None,
         }
@@ -363,11 +467,14 @@ impl Fiber<'_> {
     }
 }
 
-fn check_shape(rank: usize, mode_order_len: usize) -> Result<(), ViewError> {
+fn check_shape(rank: usize, mode_order_len: usize, capacity: usize) -> Result<(), ViewError> {
     RankError::check(rank).map_err(|e| match e {
         RankError::TooSmall(rank) => ViewError::RankTooSmall { rank },
-        RankError::TooLarge(rank) => ViewError::RankTooLarge { rank },
+        RankError::TooLarge(rank) => ViewError::RankTooLarge { rank, capacity },
     })?;
+    if rank > capacity {
+        return Err(ViewError::RankTooLarge { rank, capacity });
+    }
     if mode_order_len != rank {
         return Err(ViewError::ModeOrderLength { len: mode_order_len, rank });
     }

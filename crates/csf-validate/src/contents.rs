@@ -12,7 +12,10 @@ use crate::rule::{Rule, Violation};
 use crate::sink::{Sink, Stop};
 
 /// The values buffer, then the scales, then the zero points (buffer order).
-pub(crate) fn check_contents(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+pub(crate) fn check_contents<const MAX: usize>(
+    view: &CsfView<'_, MAX>,
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
     check_elements(view.values(), view.nnz(), csf::VALUES_BUFFER, sink)?;
     let Some(q) = view.quantization() else { return Ok(()) };
     // Without a group count (a per-channel axis outside the shape, a block

@@ -14,7 +14,10 @@ use crate::rule::{Rule, Violation};
 use crate::sink::{Sink, Stop};
 
 /// § Buffer Size for the levels and the values: O(rank), reads no array.
-pub(crate) fn check_sizes(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+pub(crate) fn check_sizes<const MAX: usize>(
+    view: &CsfView<'_, MAX>,
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
     let mut parents = 1usize;
     for (level, lvl) in view.levels().iter().enumerate() {
         // pos_L holds n_{L-1} + 1 entries (pos_0: 2).
@@ -35,7 +38,10 @@ pub(crate) fn check_sizes(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(),
 
 /// Every storage invariant, then the value-content rules of `docs/format.md`
 /// § 2.1 on the values and parameter buffers: one pass per level.
-pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+pub(crate) fn check_invariants<const MAX: usize>(
+    view: &CsfView<'_, MAX>,
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
     let mut parents = 1usize;
     for (level, lvl) in view.levels().iter().enumerate() {
         let warn_childless = level > 0 && view.nnz() > 0;
@@ -67,7 +73,7 @@ pub(crate) fn check_invariants(view: &CsfView<'_>, sink: &mut dyn Sink) -> Resul
 /// the sizes and invariants 1-3, "every `crd_L` is empty" is the whole form;
 /// the leaf level is invariant 3's (`n_{rank-1} = nnz`, [`Rule::LeafCount`]),
 /// so only the interior levels are checked here, one violation per level.
-fn check_empty_form(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+fn check_empty_form<const MAX: usize>(view: &CsfView<'_, MAX>, sink: &mut dyn Sink) -> Result<(), Stop> {
     if view.nnz() != 0 {
         return Ok(());
     }
@@ -84,7 +90,7 @@ fn check_empty_form(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop>
 
 /// The level's bound, only when `mode_order` is a permutation (a broken one is
 /// reported on its own and would make every coordinate look wrong).
-fn view_extent(view: &CsfView<'_>, level: usize) -> Option<u64> {
+fn view_extent<const MAX: usize>(view: &CsfView<'_, MAX>, level: usize) -> Option<u64> {
     let order = view.mode_order();
     let rank = order.len();
     let mut seen = 0u128; // rank <= 64

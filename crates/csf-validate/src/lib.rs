@@ -23,6 +23,7 @@ mod structure;
 
 use core::ops::Deref;
 
+use hurray_format::limits::MAX_RANK;
 use hurray_format::{Container, DecodeError};
 
 use csf_core::CsfView;
@@ -53,35 +54,37 @@ pub enum Mode {
 /// A CSF tensor that passed strict validation.
 ///
 /// Holding one means every rule of the spec holds, so lookups and iteration
-/// give the spec's answers. It dereferences to its [`CsfView`].
+/// give the spec's answers. It dereferences to its [`CsfView`], of the
+/// same capacity `MAX` (64 by default; [`validate_capped`] makes a smaller
+/// one, see `csf_core::CsfView`'s capacity).
 #[derive(Clone, Copy, Debug)]
-pub struct ValidCsf<'a> {
-    view: CsfView<'a>,
+pub struct ValidCsf<'a, const MAX: usize = MAX_RANK> {
+    view: CsfView<'a, MAX>,
 }
 
-impl<'a> ValidCsf<'a> {
+impl<'a, const MAX: usize> ValidCsf<'a, MAX> {
     /// Wraps a view the caller already knows to be valid (written by this
     /// crate family a moment ago, say) without checking it. This is not
     /// `unsafe`: a wrong claim gives wrong answers, never undefined behaviour,
     /// because `csf-core`'s accessors are total.
-    pub fn assume_valid(view: CsfView<'a>) -> Self {
+    pub fn assume_valid(view: CsfView<'a, MAX>) -> Self {
         Self { view }
     }
 
     /// The tensor's view, borrowed (the proof of validity is kept).
-    pub fn view(&self) -> &CsfView<'a> {
+    pub fn view(&self) -> &CsfView<'a, MAX> {
         &self.view
     }
 
     /// The view, giving up the proof of validity.
-    pub fn into_view(self) -> CsfView<'a> {
+    pub fn into_view(self) -> CsfView<'a, MAX> {
         self.view
     }
 }
 
-impl<'a> Deref for ValidCsf<'a> {
-    type Target = CsfView<'a>;
-    fn deref(&self) -> &CsfView<'a> {
+impl<'a, const MAX: usize> Deref for ValidCsf<'a, MAX> {
+    type Target = CsfView<'a, MAX>;
+    fn deref(&self) -> &CsfView<'a, MAX> {
         &self.view
     }
 }
@@ -108,14 +111,48 @@ impl<'a> Deref for ValidCsf<'a> {
 ///
 /// # Errors
 /// The first [`Violation`] in check order (see [`validate_with`]).
+#[inline]
+pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
+    validate_capped(container)
+}
+
+/// [`validate`] into a view of capacity `MAX` (`validate_capped::<8>`), for
+/// a microcontroller whose tensors' ranks are known: its view, and the
+/// cursors and walks made from it, are sized by `MAX` rather than by the
+/// data model's cap of 64 (see `csf_core::CsfView`'s capacity).
+///
+/// # Example
+/// ```
+/// # fn spec_example() -> Vec<u8> {
+/// #     let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// #     let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// #     let arrays = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// #     let buffers: Vec<&[u8]> = arrays.iter().map(Vec::as_slice).collect();
+/// #     let d = hurray_format::Descriptor::csf(hurray_format::ElementType::F32, &[2, 3, 4], &[0, 1, 2], 4).unwrap();
+/// #     hurray_format::encode_to_vec(&d, &buffers).unwrap()
+/// # }
+/// let bytes = spec_example(); // rank 3
+/// let container = hurray_format::Container::decode(&bytes)?;
+/// let tensor = csf_validate::validate_capped::<4>(&container)?;
+/// assert_eq!(tensor.get_f64(&[1, 1, 2])?, 4.0);
+/// // Its view is sized by the capacity, not by the data model's 64:
+/// assert!(core::mem::size_of_val(&tensor) < core::mem::size_of::<csf_validate::ValidCsf<'_>>() / 8);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`validate`]; a rank above `MAX` (but within the format's 64) is
+/// [`Rule::ViewRefused`] with the rank as `found` and `MAX` as `expected`.
 // Out of line, like `Container::decode` and `CsfView::from_container`: once
 // per file. (Inlined, the result and the caller's copy of it were both in
 // the caller's frame: 1.9 KiB more stack on a 32-bit target.)
 #[inline(never)]
-pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation> {
+pub fn validate_capped<'a, const MAX: usize>(
+    container: &Container<'a>,
+) -> Result<ValidCsf<'a, MAX>, Violation> {
     // The result is the local returned, with the view read into it in
     // place: built in the caller's slot, not here and then copied there.
-    let mut out = Ok(ValidCsf { view: CsfView::empty() });
+    let mut out = Ok(ValidCsf { view: CsfView::empty_capped() });
     if let Ok(valid) = &mut out {
         if let Some(v) = first_violation(container, &mut valid.view, Mode::Strict) {
             out = Err(v);
@@ -127,11 +164,16 @@ pub fn validate<'a>(container: &Container<'a>) -> Result<ValidCsf<'a>, Violation
 /// Reads `container` into `view` and checks it in `mode`, up to the first
 /// violation. Out of line: once per file, and its frames are not the caller's.
 #[inline(never)]
-fn first_violation<'a>(container: &Container<'a>, view: &mut CsfView<'a>, mode: Mode) -> Option<Violation> {
+fn first_violation<'a, const MAX: usize>(
+    container: &Container<'a>,
+    view: &mut CsfView<'a, MAX>,
+    mode: Mode,
+) -> Option<Violation> {
     let mut sink = sink::FailFast::default();
     match view.read_container(container) {
         Ok(()) => {
-            let _ = structure::check_rules(container, view, mode, &mut sink);
+            // `FailFast` drops warnings: they are not worked out.
+            let _ = structure::check_rules(container, view, mode, structure::Warnings::Drop, &mut sink);
             sink.0
         }
         Err(e) => Some(structure::structural(e)),
@@ -169,10 +211,23 @@ fn first_violation<'a>(container: &Container<'a>, view: &mut CsfView<'a>, mode: 
 ///
 /// # Errors
 /// The structural [`Violation`] that makes a view impossible.
-#[inline(never)]
+#[inline]
 pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>, Violation> {
+    validate_permissive_capped(container)
+}
+
+/// [`validate_permissive`] into a view of capacity `MAX`, as
+/// [`validate_capped`] is [`validate`] into one.
+///
+/// # Errors
+/// As [`validate_permissive`], and [`Rule::ViewRefused`] for a rank above
+/// `MAX` (see [`validate_capped`]).
+#[inline(never)]
+pub fn validate_permissive_capped<'a, const MAX: usize>(
+    container: &Container<'a>,
+) -> Result<CsfView<'a, MAX>, Violation> {
     // As `validate`: the view read in place into the result.
-    let mut out = Ok(CsfView::empty());
+    let mut out = Ok(CsfView::empty_capped());
     if let Ok(view) = &mut out {
         if let Some(v) = first_violation(container, view, Mode::Permissive) {
             out = Err(v);
@@ -189,7 +244,7 @@ pub fn validate_permissive<'a>(container: &Container<'a>) -> Result<CsfView<'a>,
 ///
 /// # Errors
 /// The first [`Violation`].
-pub fn validate_view(view: CsfView<'_>) -> Result<ValidCsf<'_>, Violation> {
+pub fn validate_view<const MAX: usize>(view: CsfView<'_, MAX>) -> Result<ValidCsf<'_, MAX>, Violation> {
     let mut sink = sink::FailFast::default();
     let _ = check_view_rules(&view, &mut sink);
     match sink.0 {
@@ -198,7 +253,7 @@ pub fn validate_view(view: CsfView<'_>) -> Result<ValidCsf<'_>, Violation> {
     }
 }
 
-fn check_view_rules(view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+fn check_view_rules<const MAX: usize>(view: &CsfView<'_, MAX>, sink: &mut dyn Sink) -> Result<(), Stop> {
     structure::check_mode_order(view.mode_order(), sink)?;
     if let Some(q) = view.quantization() {
         structure::check_quantization(&structure::QuantFields::from_view(view, q), sink)?;

@@ -54,10 +54,12 @@ rules! {
     /// decoder rejects every other layout, so only a container made some
     /// other way could get here.
     LayoutNotCsf = "layout-not-csf", "csf-layout (layout tag 0x09)", true;
-    /// `csf-core` refused to view the buffers for a reason this version has
-    /// no rule of its own for: a structural check added to `csf-core`'s
-    /// `ViewError` after this crate was written. The versions of this
-    /// workspace never report it.
+    /// `csf-core` refused to view the buffers for a reason no rule of the
+    /// format covers: the tensor's rank (`found`) exceeds the capacity
+    /// (`expected`) of the view the caller chose (`validate_capped::<MAX>`;
+    /// never at the default capacity, 64), or a structural check added to
+    /// `csf-core`'s `ViewError` after this crate was written (`found` and
+    /// `expected` 0).
     ViewRefused = "view-refused", "format.md § 7.4", true;
     /// Rank is below 3: CSF is defined for rank >= 3 only.
     RankBelow3 = "rank-below-3", "csf-layout § Validity Constraints", true;
@@ -232,7 +234,13 @@ impl fmt::Display for Violation {
                 Ok(tag) => write!(f, "the layout is {}, not {}", LayoutTag(tag), LayoutTag::CSF),
                 Err(_) => write!(f, "the layout tag is {found}, not {}", LayoutTag::CSF),
             },
-            Rule::ViewRefused => f.write_str("csf-core cannot view the buffers as a CSF tensor"),
+            Rule::ViewRefused => {
+                f.write_str("csf-core cannot view the buffers as a CSF tensor")?;
+                if found != 0 {
+                    write!(f, ": rank {found} exceeds the view's capacity of {expected}")?;
+                }
+                Ok(())
+            }
             // The one wording of the rank check (hurray-format's `RankError`).
             Rule::RankBelow3 => write!(f, "{}", RankError::TooSmall(usize::try_from(found).unwrap_or(0))),
             Rule::RankAbove64 => {

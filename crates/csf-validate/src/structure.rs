@@ -27,7 +27,7 @@ pub(crate) fn check_container<'a>(
 ) -> Result<(), Stop> {
     let view = out.insert(CsfView::empty());
     match view.read_container(container) {
-        Ok(()) => check_rules(container, view, mode, sink),
+        Ok(()) => check_rules(container, view, mode, Warnings::Report, sink),
         Err(e) => {
             *out = None;
             sink.violation(structural(e))
@@ -39,21 +39,36 @@ pub(crate) fn check_container<'a>(
 /// view of `container`'s buffers. The shape and the mode order are the
 /// view's copies of the descriptor's (the container reads its lists from
 /// the input on demand).
-pub(crate) fn check_rules(
+pub(crate) fn check_rules<const MAX: usize>(
     container: &Container<'_>,
-    view: &CsfView<'_>,
+    view: &CsfView<'_, MAX>,
     mode: Mode,
+    warnings: Warnings,
     sink: &mut dyn Sink,
 ) -> Result<(), Stop> {
     if mode == Mode::Strict {
         check_mode_order(view.mode_order(), sink)?;
     }
-    check_descriptor(container, view, sink)?;
+    check_descriptor(container, view, warnings, sink)?;
     check_sizes(view, sink)?;
     if mode == Mode::Strict {
         check_invariants(view, sink)?;
     }
     Ok(())
+}
+
+/// Whether the sink is sent the warnings that are costly to work out (the
+/// statistics `sparsity_ratio`, in binary64): not for a fail-fast
+/// validation, which drops them. Passed as a constant, so that a program
+/// that only validates fail-fast links no software `f64` arithmetic on a
+/// microcontroller (on a Cortex-M4F that is about 2.5 KiB of flash, which the
+/// compiler only removed on its own while it saw through the `dyn Sink`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Warnings {
+    /// Work them out and send them.
+    Report,
+    /// The sink drops them: do not work them out.
+    Drop,
 }
 
 /// The structural rule a [`ViewError`] breaks: each error its own rule, so
@@ -64,7 +79,15 @@ pub(crate) fn structural(e: ViewError) -> Violation {
             Violation::new(Rule::LayoutNotCsf, u64::from(layout.0), u64::from(LayoutTag::CSF.0))
         }
         ViewError::RankTooSmall { rank } => Violation::new(Rule::RankBelow3, rank as u64, 3),
-        ViewError::RankTooLarge { rank } => Violation::new(Rule::RankAbove64, rank as u64, MAX_RANK as u64),
+        ViewError::RankTooLarge { rank, .. } if rank > MAX_RANK => {
+            Violation::new(Rule::RankAbove64, rank as u64, MAX_RANK as u64)
+        }
+        // A rank the format allows, above the capacity the caller chose for
+        // its view (`validate_capped`): no rule of the format is broken, the
+        // view cannot hold the tensor.
+        ViewError::RankTooLarge { rank, capacity } => {
+            Violation::new(Rule::ViewRefused, rank as u64, capacity as u64)
+        }
         ViewError::ModeOrderLength { len, rank } => {
             Violation::new(Rule::ModeOrderLength, len as u64, rank as u64)
         }
@@ -110,7 +133,11 @@ pub(crate) struct QuantFields<'s> {
 }
 
 impl<'s> QuantFields<'s> {
-    fn from_container(c: &Container<'_>, view: &'s CsfView<'_>, q: &Quantization) -> Self {
+    fn from_container<const MAX: usize>(
+        c: &Container<'_>,
+        view: &'s CsfView<'_, MAX>,
+        q: &Quantization,
+    ) -> Self {
         let mut params = c.buffer_entries().skip(csf::buffer_count(c.rank())).map(|e| e.length);
         Self {
             values_type: c.element_type(),
@@ -127,7 +154,7 @@ impl<'s> QuantFields<'s> {
 
     /// A view built from parts carries no descriptor: its quantization is
     /// what [`CsfView::with_quantization`] attached.
-    pub(crate) fn from_view(view: &'s CsfView<'_>, q: &Quantized<'_>) -> Self {
+    pub(crate) fn from_view<const MAX: usize>(view: &'s CsfView<'_, MAX>, q: &Quantized<'_>) -> Self {
         let length = |v: Values<'_>| v.as_bytes().len() as u64;
         Self {
             values_type: view.element_type(),
@@ -209,7 +236,12 @@ pub(crate) fn check_quantization(q: &QuantFields<'_>, sink: &mut dyn Sink) -> Re
 }
 
 /// Rules on descriptor fields alone, which hold in both modes.
-fn check_descriptor(d: &Container<'_>, view: &CsfView<'_>, sink: &mut dyn Sink) -> Result<(), Stop> {
+fn check_descriptor<const MAX: usize>(
+    d: &Container<'_>,
+    view: &CsfView<'_, MAX>,
+    warnings: Warnings,
+    sink: &mut dyn Sink,
+) -> Result<(), Stop> {
     let rank = d.rank();
     // § Buffer Table: 2 * rank + 1, plus the scheme's parameter buffers.
     let own = csf::buffer_count(rank);
@@ -249,7 +281,11 @@ fn check_descriptor(d: &Container<'_>, view: &CsfView<'_>, sink: &mut dyn Sink) 
         if stats.nnz != d.nnz() {
             sink.violation(Violation::new(Rule::StatisticsNnz, stats.nnz, d.nnz()))?;
         }
-        if let Some(expected) = expected_sparsity_ratio(view.shape(), d.nnz()) {
+        let expected = match warnings {
+            Warnings::Report => expected_sparsity_ratio(view.shape(), d.nnz()),
+            Warnings::Drop => None,
+        };
+        if let Some(expected) = expected {
             // Written so that NaN (and an infinite ratio) fails the
             // comparison and warns. Not `f64::abs`: it is in `core` only
             // from Rust 1.85, and this crate is no_std with MSRV 1.81.
@@ -308,7 +344,8 @@ mod tests {
     fn every_view_error_keeps_its_cause() {
         let cases = [
             (ViewError::RankTooSmall { rank: 2 }, Rule::RankBelow3),
-            (ViewError::RankTooLarge { rank: 65 }, Rule::RankAbove64),
+            (ViewError::RankTooLarge { rank: 65, capacity: 64 }, Rule::RankAbove64),
+            (ViewError::RankTooLarge { rank: 9, capacity: 8 }, Rule::ViewRefused),
             (ViewError::ModeOrderLength { len: 2, rank: 3 }, Rule::ModeOrderLength),
             (ViewError::MissingBuffer { index: 5, count: 5, needed: 7 }, Rule::MissingBuffer),
             (ViewError::NotU64Array { index: 3, len: 9 }, Rule::BufferNotU64),

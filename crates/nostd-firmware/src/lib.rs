@@ -5,10 +5,13 @@
 //! - `check` embeds the containers `build.rs` makes and checks every answer
 //!   on the target (decode, strict validation, lookups, iteration, dequantized
 //!   values, the damaged copies rejected with the right rule).
-//! - `budget` does only what an embedded reader needs: decode, validate
-//!   strictly, look up, iterate. Its flash minus `baseline`'s is what the
-//!   hurray code costs; `cargo xtask embedded` checks it against the budgets
-//!   in docs/benchmarks.md.
+//! - `budget` does only what an embedded reader of `f32` tensors needs:
+//!   decode, validate strictly, look up, iterate. Its flash minus
+//!   `baseline`'s is what the hurray code costs; `cargo xtask embedded`
+//!   checks it against the budgets in docs/benchmarks.md.
+//! - `budget_any` does the same as a reader of any element type does
+//!   (values as `Value`, dequantized when the file is quantized), measured
+//!   and budgeted alike.
 //! - `baseline` is `budget` without the hurray calls: the same runtime,
 //!   output, container and stack readout.
 #![no_std]
@@ -22,6 +25,20 @@ mod checksum;
 pub mod rt;
 
 pub use checksum::Checksum;
+
+/// The rank capacity of the programs' views: the largest rank they read
+/// (csf-core's `CsfView<'a, MAX>`). Their tensors are of rank 3 and 4. At
+/// capacity 4 a view is about 180 bytes and an iteration's cursor about 160
+/// on a 32-bit target (64 + 28 and 32 + 33 bytes per rank), where the
+/// default capacity of 64 (every rank the format allows) takes 1.9 KiB and
+/// 2.1 KiB. `budget`'s stack on the Cortex-M4 is 1,704 B at capacity 4,
+/// 1,928 B at 8 and 6,916 B at 64 (docs/benchmarks.md). A file of a higher
+/// rank is an error (`ViewError::RankTooLarge`, or `Rule::ViewRefused` from
+/// `csf_validate::validate_capped`), not a panic.
+pub const CAPACITY: usize = 4;
+
+/// A view of [`CAPACITY`].
+pub type View<'a> = csf_core::CsfView<'a, CAPACITY>;
 
 /// Bytes aligned as a file's buffers are (`docs/format.md`: every buffer starts
 /// on a 64-byte boundary from the start of the container), so that the
@@ -45,6 +62,40 @@ pub fn exit(ok: bool) -> ! {
     // Only reached without a debugger attached (on a real board).
     loop {
         core::hint::spin_loop();
+    }
+}
+
+/// What the `budget` programs found: the looked-up value's bits and the
+/// iteration checksum (each 0 when its phase is left out), or the phase
+/// that failed.
+pub type Found = Result<(u32, u64), &'static str>;
+
+/// The `budget` programs' query, `(1, 1, 2)` of the spec's example.
+pub const QUERY: [u64; 3] = [1, 1, 2];
+
+/// Reports the `budget` programs' stack and result, and exits with success
+/// when `found` is the spec example's answer: 4.0 at [`QUERY`] (with
+/// feature `lookup`) and the checksum of its four entries in leaf order
+/// (with feature `iterate`).
+pub fn finish_budget(program: &str, found: Found) -> ! {
+    report_stack(program);
+    let mut sum = Checksum::new();
+    for (index, value) in [([0, 0, 1], 1.0f32), ([0, 2, 3], 2.0), ([1, 1, 0], 3.0), ([1, 1, 2], 4.0)] {
+        sum.add(&index, value.to_bits());
+    }
+    let expected = (
+        if cfg!(feature = "lookup") { 4.0f32.to_bits() } else { 0 },
+        if cfg!(feature = "iterate") { sum.value() } else { 0 },
+    );
+    match found {
+        Ok(found) => {
+            cortex_m_semihosting::hprintln!("{}: found {:x?}, expected {:x?}", program, found, expected);
+            exit(found == expected)
+        }
+        Err(phase) => {
+            cortex_m_semihosting::hprintln!("{}: {} failed", program, phase);
+            exit(false)
+        }
     }
 }
 
