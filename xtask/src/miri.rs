@@ -18,13 +18,15 @@ const MIRIFLAGS: &str = "-Zmiri-disable-isolation";
 /// the typed slices) of lookup, iteration, values (typed reads at odd
 /// addresses), quantization, typed iteration, the parts builder and `words`
 /// on the spec's example and small trees, and its spec-example integration
-/// test; csf-validate's rule tests on the spec's
-/// example and the i4 quantized tensor. `cargo xtask miri` runs the rest:
-/// csf-core's tests over large synthetic trees (`find_many_spans_groups_and_long_slices`,
-/// `flat_path_on_damaged_trees`, minutes each under Miri), every proptest,
-/// and the integration suites `hostile`, `proptest`, `mode_orders`, `empty`
-/// (csf-core), `rules`, `mutations`, `corpus` (csf-validate) and
-/// `roundtrip`, `decode_errors` (hurray-format), whole.
+/// test; csf-validate's rule tests on the spec's example and the i4 quantized
+/// tensor, and its rank-capacity tests (`capacity`). [`full`] runs the rest,
+/// 35 minutes on a 2-core machine (`docs/benchmarks.md`, embedded section):
+/// csf-core's tests over synthetic trees (`find_many_spans_groups_and_long_slices`,
+/// `flat_path_on_damaged_trees`, a minute or two each under Miri), every
+/// proptest, the doctests, the tests of the `std` items, and the integration
+/// suites `hostile`, `proptest`, `mode_orders`, `empty` (csf-core), `rules`,
+/// `mutations`, `corpus` (csf-validate) and `roundtrip`, `decode_errors`
+/// (hurray-format), whole.
 const CI_TESTS: &[(&str, &[&str])] = &[
     ("hurray-format", &["--lib", "--test", "golden"]),
     (
@@ -46,6 +48,7 @@ const CI_TESTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("csf-core", &["--test", "spec_example"]),
+    ("csf-validate", &["--test", "capacity"]),
     (
         "csf-validate",
         &[
