@@ -31,7 +31,7 @@ pub use checksum::Checksum;
 /// capacity 4 a view is about 180 bytes and an iteration's cursor about 160
 /// on a 32-bit target (64 + 28 and 32 + 33 bytes per rank), where the
 /// default capacity of 64 (every rank the format allows) takes 1.9 KiB and
-/// 2.1 KiB. `budget`'s stack on the Cortex-M4 is 1,704 B at capacity 4,
+/// 2.1 KiB. `budget`'s stack on the Cortex-M4 is 1,640 B at capacity 4,
 /// 1,928 B at 8 and 6,916 B at 64 (docs/benchmarks.md). A file of a higher
 /// rank is an error (`ViewError::RankTooLarge`, or `Rule::ViewRefused` from
 /// `csf_validate::validate_capped`), not a panic.
@@ -72,6 +72,29 @@ pub type Found = Result<(u32, u64), &'static str>;
 
 /// The `budget` programs' query, `(1, 1, 2)` of the spec's example.
 pub const QUERY: [u64; 3] = [1, 1, 2];
+
+/// The `budget` programs' first two phases: decodes `bytes`, validates the
+/// container strictly into a view of [`CAPACITY`] (without feature
+/// `validate`, views it unchecked) and hands the view to `read`, the
+/// program's own lookup and iteration.
+///
+/// Each step is a function of its own, and the view is bound by reference:
+/// what the compiler merges into one frame, or moves out of a `Result`, it
+/// keeps on the stack side by side (docs/benchmarks.md).
+#[inline(never)]
+pub fn decode_and_check(bytes: &[u8], read: impl FnOnce(&View<'_>) -> Found) -> Found {
+    let decoded = hurray_format::Container::decode(bytes);
+    check_and_read(decoded.as_ref().map_err(|_| "decode")?, read)
+}
+
+#[inline(never)]
+fn check_and_read(container: &hurray_format::Container<'_>, read: impl FnOnce(&View<'_>) -> Found) -> Found {
+    #[cfg(feature = "validate")]
+    let checked = csf_validate::validate_capped::<CAPACITY>(container);
+    #[cfg(not(feature = "validate"))]
+    let checked = View::from_container_capped(container);
+    read(checked.as_ref().map_err(|_| "validate")?)
+}
 
 /// Reports the `budget` programs' stack and result, and exits with success
 /// when `found` is the spec example's answer: 4.0 at [`QUERY`] (with

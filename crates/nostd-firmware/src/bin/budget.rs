@@ -31,24 +31,11 @@ use core::hint::black_box;
 
 use cortex_m_rt::entry;
 use csf_core::Typed;
-use nostd_firmware::{finish_budget, Checksum, Found, View, QUERY, SPEC_EXAMPLE};
+use nostd_firmware::{decode_and_check, finish_budget, Checksum, Found, View, QUERY, SPEC_EXAMPLE};
 
-/// Each step is a function of its own, and results are bound by reference:
-/// what the compiler merges into one frame, or moves out of a `Result`, it
-/// keeps on the stack side by side (docs/benchmarks.md).
+/// Looks `query` up and iterates, reading the values as `f32`s.
 #[inline(never)]
-fn workload(bytes: &[u8], query: &[u64]) -> Found {
-    let decoded = hurray_format::Container::decode(bytes);
-    read(decoded.as_ref().map_err(|_| "decode")?, query)
-}
-
-#[inline(never)]
-fn read(container: &hurray_format::Container<'_>, query: &[u64]) -> Found {
-    #[cfg(feature = "validate")]
-    let checked = csf_validate::validate_capped::<{ nostd_firmware::CAPACITY }>(container);
-    #[cfg(not(feature = "validate"))]
-    let checked = View::from_container_capped(container);
-    let tensor: &View<'_> = checked.as_ref().map_err(|_| "validate")?;
+fn read(tensor: &View<'_>, query: &[u64]) -> Found {
     let values = tensor.typed_values::<f32>().map_err(|_| "typed values")?;
     let mut found = 0;
     if cfg!(feature = "lookup") {
@@ -78,5 +65,6 @@ fn bits(value: Option<f32>) -> u32 {
 #[entry]
 fn main() -> ! {
     let bytes: &[u8] = black_box(&SPEC_EXAMPLE.0);
-    finish_budget("budget", workload(bytes, black_box(&QUERY)))
+    let query: &[u64] = black_box(&QUERY);
+    finish_budget("budget", decode_and_check(bytes, |tensor| read(tensor, query)))
 }

@@ -13,21 +13,11 @@ use core::hint::black_box;
 
 use cortex_m_rt::entry;
 use csf_core::Value;
-use nostd_firmware::{finish_budget, Checksum, Found, View, QUERY, SPEC_EXAMPLE};
+use nostd_firmware::{decode_and_check, finish_budget, Checksum, Found, View, QUERY, SPEC_EXAMPLE};
 
+/// Looks `query` up and iterates, values as `Value`s.
 #[inline(never)]
-fn workload(bytes: &[u8], query: &[u64]) -> Found {
-    let decoded = hurray_format::Container::decode(bytes);
-    read(decoded.as_ref().map_err(|_| "decode")?, query)
-}
-
-#[inline(never)]
-fn read(container: &hurray_format::Container<'_>, query: &[u64]) -> Found {
-    #[cfg(feature = "validate")]
-    let checked = csf_validate::validate_capped::<{ nostd_firmware::CAPACITY }>(container);
-    #[cfg(not(feature = "validate"))]
-    let checked = View::from_container_capped(container);
-    let tensor: &View<'_> = checked.as_ref().map_err(|_| "validate")?;
+fn read(tensor: &View<'_>, query: &[u64]) -> Found {
     let mut found = 0;
     if cfg!(feature = "lookup") {
         // `get` gives the value the tensor means (dequantized if quantized).
@@ -55,5 +45,6 @@ fn bits(value: Option<Value>) -> u32 {
 #[entry]
 fn main() -> ! {
     let bytes: &[u8] = black_box(&SPEC_EXAMPLE.0);
-    finish_budget("budget_any", workload(bytes, black_box(&QUERY)))
+    let query: &[u64] = black_box(&QUERY);
+    finish_budget("budget_any", decode_and_check(bytes, |tensor| read(tensor, query)))
 }
