@@ -566,6 +566,38 @@ fn wild() -> impl Strategy<Value = u64> {
     ]
 }
 
+/// Lookups of `probes` (value bits where found), sub-tree leaf ranges under
+/// each probe's prefixes.
+type Answers = (
+    Yield,
+    Yield,
+    Vec<Result<Option<(usize, Option<(core::mem::Discriminant<Value>, u64)>)>, LookupError>>,
+    Vec<Result<Option<core::ops::Range<usize>>, LookupError>>,
+);
+
+/// What a view of capacity `MAX` answers on any tree: `for_each` and the
+/// cursor (index and leaf), the lookups of `probes` and the sub-trees under
+/// their prefixes, for comparison between capacities.
+fn capped_answers<const MAX: usize>(view: &CsfView<'_, MAX>, probes: &[Vec<u64>]) -> Answers {
+    let mut by_for_each = Vec::new();
+    view.for_each(|index, leaf| by_for_each.push((index.to_vec(), leaf)));
+    let mut by_cursor = Vec::new();
+    let mut cursor = view.cursor();
+    while cursor.advance() {
+        by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
+    }
+    let found = probes
+        .iter()
+        .map(|index| view.find(index).map(|leaf| leaf.map(|leaf| (leaf, bits(view.value(leaf, index))))))
+        .collect();
+    let subtrees = probes
+        .iter()
+        .flat_map(|index| (0..=index.len()).map(move |k| &index[..k]))
+        .map(|prefix| view.subtree(prefix).map(|s| s.map(|s| s.leaf_range())))
+        .collect();
+    (by_for_each, by_cursor, found, subtrees)
+}
+
 fn garbage() -> impl Strategy<Value = Tree> {
     (3usize..=5)
         .prop_flat_map(|rank| {
@@ -631,6 +663,31 @@ proptest! {
         view.for_each(|i, leaf| whole.push((i.to_vec(), leaf)));
         for k in 0..=prefix.len() {
             check_subtree(&view, &prefix[..k], &whole);
+        }
+    }
+
+    #[test]
+    fn garbage_reads_alike_at_a_capacity_of_its_rank(tree in garbage(), seed in any::<u64>()) {
+        // A view of capacity 5 holds exactly the largest garbage rank, so
+        // its per-level arrays have no spare slot for a mode_order entry of
+        // 5 or more: such an entry's coordinate is dropped, as the default
+        // capacity drops one of 64 or more, and what is visible (the first
+        // `rank` coordinates) must be the same.
+        let bytes = tree.encode();
+        let container = hurray_format::Container::decode(&bytes).expect("container decodes");
+        let full = CsfView::from_container(&container).expect("views at capacity 64");
+        let small = CsfView::<'_, 5>::from_container_capped(&container).expect("views at capacity 5");
+        let mut rng = Rng::new(seed);
+        let probes: Vec<Vec<u64>> = (0..24)
+            .map(|_| full.shape().iter().map(|&e| if e == 0 { 0 } else { rng.below(e.min(8)) }).collect())
+            .collect();
+        prop_assert_eq!(capped_answers(&small, &probes), capped_answers(&full, &probes));
+        // At capacity 3 a rank-3 tree is read alike too; a larger rank is
+        // a typed error.
+        let smallest = CsfView::<'_, 3>::from_container_capped(&container);
+        match full.rank() {
+            3 => prop_assert_eq!(capped_answers(&smallest.expect("rank 3"), &probes), capped_answers(&full, &probes)),
+            rank => prop_assert_eq!(smallest.err(), Some(csf_core::ViewError::RankTooLarge { rank, capacity: 3 })),
         }
     }
 
