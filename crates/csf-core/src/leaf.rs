@@ -110,8 +110,8 @@ impl<'a, const MAX: usize> CsfView<'a, MAX> {
     /// the tensor is not quantized, `T` is its element type, and `nnz` and
     /// the buffer cover the leaf level's `n_{rank-1}` nodes. Then
     /// [`Typed::get`] of any leaf position that iteration hands out is
-    /// `Some`, and [`Typed::to_slice`] (feature `alloc`) gives the values as
-    /// a `&[T]` (borrowed when the buffer is aligned and the machine
+    /// `Some`, and `Typed::to_slice` (feature `alloc`) gives the values as
+    /// a `Cow<[T]>` (borrowed when the buffer is aligned and the machine
     /// little-endian, a copy otherwise).
     ///
     /// ```
