@@ -318,13 +318,7 @@ fn every_iteration_api_clamps_alike() {
     // for_each must clamp parent 2's slice the same way.
     let tree = example_with(|t| t.levels[2].0 = vec![3, 3, 0, 4]);
     let view = tree.view();
-    let mut by_cursor = Vec::new();
-    let mut cursor = view.cursor();
-    while cursor.advance() {
-        by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
-    }
-    let mut by_for_each = Vec::new();
-    view.for_each(|i, leaf| by_for_each.push((i.to_vec(), leaf)));
+    let (by_for_each, by_cursor) = walks(&view);
     assert_eq!(by_cursor, by_for_each);
     let mut by_stored = Vec::new();
     view.for_each_stored(|c, leaf| by_stored.push((c.to_vec(), leaf)));
@@ -579,13 +573,7 @@ type Answers = (
 /// cursor (index and leaf), the lookups of `probes` and the sub-trees under
 /// their prefixes, for comparison between capacities.
 fn capped_answers<const MAX: usize>(view: &CsfView<'_, MAX>, probes: &[Vec<u64>]) -> Answers {
-    let mut by_for_each = Vec::new();
-    view.for_each(|index, leaf| by_for_each.push((index.to_vec(), leaf)));
-    let mut by_cursor = Vec::new();
-    let mut cursor = view.cursor();
-    while cursor.advance() {
-        by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
-    }
+    let (by_for_each, by_cursor) = walks(view);
     let found = probes
         .iter()
         .map(|index| view.find(index).map(|leaf| leaf.map(|leaf| (leaf, bits(view.value(leaf, index))))))
@@ -596,6 +584,18 @@ fn capped_answers<const MAX: usize>(view: &CsfView<'_, MAX>, probes: &[Vec<u64>]
         .map(|prefix| view.subtree(prefix).map(|s| s.map(|s| s.leaf_range())))
         .collect();
     (by_for_each, by_cursor, found, subtrees)
+}
+
+/// What `for_each` and the cursor yield (logical index, leaf).
+fn walks<const MAX: usize>(view: &CsfView<'_, MAX>) -> (Yield, Yield) {
+    let mut by_for_each = Vec::new();
+    view.for_each(|index, leaf| by_for_each.push((index.to_vec(), leaf)));
+    let mut by_cursor = Vec::new();
+    let mut cursor = view.cursor();
+    while cursor.advance() {
+        by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
+    }
+    (by_for_each, by_cursor)
 }
 
 fn garbage() -> impl Strategy<Value = Tree> {
@@ -693,14 +693,7 @@ proptest! {
 
     #[test]
     fn garbage_cursor_and_for_each_agree(tree in garbage()) {
-        let view = tree.view();
-        let mut by_for_each = Vec::new();
-        view.for_each(|i, leaf| by_for_each.push((i.to_vec(), leaf)));
-        let mut by_cursor = Vec::new();
-        let mut cursor = view.cursor();
-        while cursor.advance() {
-            by_cursor.push((cursor.index().to_vec(), cursor.leaf()));
-        }
+        let (by_for_each, by_cursor) = walks(&tree.view());
         prop_assert_eq!(by_cursor, by_for_each);
     }
 }
