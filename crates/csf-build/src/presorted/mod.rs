@@ -232,13 +232,9 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 bound
             })
             .collect();
-        let mut crds: Vec<Vec<u64>> = bounds.iter().map(|&n| vec![0; n]).collect();
-        let mut poss: Vec<Vec<u64>> =
-            (0..rank).map(|level| vec![0; if level == 0 { 2 } else { bounds[level - 1] + 1 }]).collect();
-        let mut values = vec![0u8; len * width];
-        let mut out = Arrays::over(&mut crds, &mut poss, &mut values);
-        let Some(opened) = self.stream::<W>(&mut out)? else { return Ok(None) };
-        Ok(Some(close(poss, crds, values, &opened, width)))
+        let mut tree = Tree::zeroed(&bounds, width);
+        let Some(opened) = self.stream::<W>(&mut tree.arrays())? else { return Ok(None) };
+        Ok(Some(tree.close(&opened)))
     }
 
     /// [`Walk::one_pass`]'s walk: each entry's storage-order tuple is read
@@ -291,13 +287,8 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             }
             prev = Some(entry);
             for level in split..rank {
-                if level > split {
-                    // The node just opened at level - 1 starts its children here.
-                    out.pos[level][opened[level - 1] - 1] = opened[level] as u64;
-                }
-                out.crd[level][opened[level]] = tuple[level];
+                out.open(&mut opened, level, level > split, tuple[level]);
                 last[level] = tuple[level];
-                opened[level] += 1;
             }
             let at = opened[leaf] - 1;
             copy_slot::<W>(&mut out.values[at * width..(at + 1) * width], slot);
@@ -341,25 +332,46 @@ fn merge_duplicate<const W: usize>(slots: &Slots<'_>, duplicates: Duplicates, in
     }
 }
 
-/// The output of a walk that wrote `opened[L]` nodes at each level into
-/// arrays of at least that size: each array cut to what was written, and
-/// each level's pointers closed (the last node of level L - 1 ends at n_L).
-fn close(
-    mut poss: Vec<Vec<u64>>,
-    mut crds: Vec<Vec<u64>>,
-    mut values: Vec<u8>,
-    opened: &[usize; MAX_RANK],
+/// The output arrays a walk writes into, owned.
+struct Tree {
+    poss: Vec<Vec<u64>>,
+    crds: Vec<Vec<u64>>,
+    values: Vec<u8>,
     width: usize,
-) -> Output {
-    let rank = crds.len();
-    for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
-        let parents = if level == 0 { 1 } else { opened[level - 1] };
-        cut(pos, parents + 1);
-        cut(crd, opened[level]);
-        pos[parents] = opened[level] as u64;
+}
+
+impl Tree {
+    /// Arrays of `sizes[L]` nodes at each level (the exact counts, or bounds
+    /// of them) and a value slot of `width` bytes per leaf, zeroed.
+    fn zeroed(sizes: &[usize], width: usize) -> Self {
+        let crds: Vec<Vec<u64>> = sizes.iter().map(|&n| vec![0; n]).collect();
+        let poss = (0..sizes.len())
+            .map(|level| vec![0; if level == 0 { 2 } else { sizes[level - 1] + 1 }])
+            .collect();
+        let leaves = sizes.last().copied().unwrap_or(0);
+        Tree { poss, crds, values: vec![0; leaves * width], width }
     }
-    cut(&mut values, opened[rank - 1] * width);
-    (poss.into_iter().zip(crds).collect(), values)
+
+    /// The arrays as slices, for the writing walk.
+    fn arrays(&mut self) -> Arrays<'_> {
+        Arrays::over(&mut self.crds, &mut self.poss, &mut self.values)
+    }
+
+    /// The output of a walk that wrote `opened[L]` nodes at each level:
+    /// each array cut to what was written, and each level's pointers closed
+    /// (the last node of level L - 1 ends at n_L).
+    fn close(self, opened: &[usize; MAX_RANK]) -> Output {
+        let Tree { mut poss, mut crds, mut values, width } = self;
+        let rank = crds.len();
+        for (level, (pos, crd)) in poss.iter_mut().zip(&mut crds).enumerate() {
+            let parents = if level == 0 { 1 } else { opened[level - 1] };
+            cut(pos, parents + 1);
+            cut(crd, opened[level]);
+            pos[parents] = opened[level] as u64;
+        }
+        cut(&mut values, opened[rank - 1] * width);
+        (poss.into_iter().zip(crds).collect(), values)
+    }
 }
 
 /// `v` cut to `len` elements, its spare memory returned when there is any.
@@ -387,5 +399,17 @@ impl<'a> Arrays<'a> {
         out.crd.iter_mut().zip(crds).for_each(|(c, v)| *c = v);
         out.pos.iter_mut().zip(poss).for_each(|(p, v)| *p = v);
         out
+    }
+
+    /// Opens a node of coordinate `coord` at `level`, the `opened[level]`th;
+    /// `first_child` when the node just opened at `level - 1` starts its
+    /// children here.
+    #[inline(always)]
+    fn open(&mut self, opened: &mut [usize; MAX_RANK], level: usize, first_child: bool, coord: u64) {
+        if first_child {
+            self.pos[level][opened[level - 1] - 1] = opened[level] as u64;
+        }
+        self.crd[level][opened[level]] = coord;
+        opened[level] += 1;
     }
 }

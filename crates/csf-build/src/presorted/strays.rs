@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use hurray_format::limits::MAX_RANK;
 
-use super::{close, merge_duplicate, Arrays, Output, Tuples, Walk, MAX_STRAYS};
+use super::{merge_duplicate, Arrays, Output, Tree, Tuples, Walk, MAX_STRAYS};
 use crate::sort::copy_slot;
 use crate::{BuildError, Duplicates};
 
@@ -132,13 +132,9 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
     /// Writes every level and the values into arrays of `sizes[L]` nodes
     /// (the exact counts, or bounds of them), cut to what was written.
     fn write(&self, sizes: &[usize], strays: &Strays) -> Result<Output, BuildError> {
-        let rank = self.rank;
         let width = self.input.slots.width;
-        let mut crds: Vec<Vec<u64>> = sizes.iter().map(|&n| vec![0; n]).collect();
-        let mut poss: Vec<Vec<u64>> =
-            (0..rank).map(|level| vec![0; if level == 0 { 2 } else { sizes[level - 1] + 1 }]).collect();
-        let mut values = vec![0u8; sizes[rank - 1] * width];
-        let mut out = Arrays::over(&mut crds, &mut poss, &mut values);
+        let mut tree = Tree::zeroed(sizes, width);
+        let mut out = tree.arrays();
         // The value copy specialised by width: a `memcpy` call per value
         // would cost more than the rest of the loop.
         let opened = match width {
@@ -148,7 +144,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             8 => self.fill::<8>(&mut out, strays),
             _ => self.fill::<0>(&mut out, strays),
         }?;
-        Ok(close(poss, crds, values, &opened, width))
+        Ok(tree.close(&opened))
     }
 
     /// The walk that writes: every entry opens a node at each level from its
@@ -183,12 +179,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             };
             prev = Some(entry);
             for level in split..self.rank() {
-                if level > split {
-                    // The node just opened at level - 1 starts its children here.
-                    out.pos[level][opened[level - 1] - 1] = opened[level] as u64;
-                }
-                out.crd[level][opened[level]] = self.tuples.get(entry, level);
-                opened[level] += 1;
+                out.open(&mut opened, level, level > split, self.tuples.get(entry, level));
             }
             let at = opened[leaf] - 1;
             copy_slot::<W>(&mut out.values[at * width..(at + 1) * width], slot);
