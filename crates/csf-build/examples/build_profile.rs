@@ -13,12 +13,14 @@
 //! the number of builds (5), and `floor` to time, after each build, the
 //! memory floor of its output: fresh arrays of the built tensor's sizes
 //! written once from the input (no walk, no sort: what writing that many
-//! bytes to new memory costs on this machine). Prints each build's
-//! wall-clock and CPU time.
+//! bytes to new memory costs on this machine), or `owned` to build with
+//! `build_owned` from one owned array per dimension (copied from the input
+//! before each build, outside the timing). Prints each build's wall-clock
+//! and CPU time.
 
 use std::time::Instant;
 
-use csf_build::{build, Coo, Duplicates, Indices, Options};
+use csf_build::{build, build_owned, Coo, Duplicates, Indices, Options, OwnedCoo};
 use csf_testdata::{synthetic, Distribution};
 
 fn main() {
@@ -56,8 +58,18 @@ fn main() {
     let options = Options { duplicates: Duplicates::Sum, parallel: threads != 1, ..Options::default() };
     let run = || {
         for _ in 0..builds {
+            let owned = (arg(4) == Some("owned")).then(|| OwnedCoo {
+                shape: coo.shape.clone(),
+                columns: (0..coo.shape.len()).map(|d| (0..nnz).map(|e| coo.index(e)[d]).collect()).collect(),
+                element_type: input.element_type,
+                values: input.values.to_vec(),
+            });
             let (start, cpu) = (Instant::now(), csf_testdata::process_cpu_time().as_secs_f64());
-            let built = build(&input, &options).expect("build");
+            let built = match owned {
+                Some(owned) => build_owned(owned, &options),
+                None => build(&input, &options),
+            }
+            .expect("build");
             let (time, cpu) = (start.elapsed(), csf_testdata::process_cpu_time().as_secs_f64() - cpu);
             println!(
                 "{nnz} non-zeros in {:.4} s ({:.1} M/s), CPU {:.4} s",

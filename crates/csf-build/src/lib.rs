@@ -21,7 +21,7 @@ use hurray_format::{ElementType, Statistics};
 
 use csf_core::{CsfView, OwnedCsf};
 
-pub use build::{build, reorder, ReorderOptions};
+pub use build::{build, build_owned, reorder, ReorderOptions};
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 
@@ -76,6 +76,21 @@ impl<'a> Coo<'a> {
         };
         Self { shape, indices, element_type: T::TYPE, values }
     }
+}
+
+/// A COO tensor whose arrays [`build_owned`] may take over: one coordinate
+/// array per dimension and the values, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedCoo {
+    /// The logical shape; its length is the rank.
+    pub shape: Vec<u64>,
+    /// One array of coordinates per dimension, each as long as there are entries.
+    pub columns: Vec<Vec<u64>>,
+    /// The values' element type.
+    pub element_type: ElementType,
+    /// The values, packed as `element_type` prescribes (little-endian; two
+    /// per byte, low nibble first, for 4-bit types).
+    pub values: Vec<u8>,
 }
 
 /// How the builder picks the mode order it stores (the descriptor's field

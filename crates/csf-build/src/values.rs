@@ -46,20 +46,19 @@ impl<'a> Slots<'a> {
         }
     }
 
+    /// Whether the slots are the input's bytes as they are (the element
+    /// type's packing is whole bytes, and nothing was normalised).
+    pub(crate) fn is_input(&self) -> bool {
+        matches!(self.data, Cow::Borrowed(_))
+    }
+
     pub(crate) fn slot(&self, i: usize) -> &[u8] {
         &self.data[i * self.width..(i + 1) * self.width]
     }
 
     /// Whether entry `i` holds a zero (`-0.0` included).
     pub(crate) fn is_zero(&self, i: usize) -> bool {
-        let mut raw = [0u8; 8];
-        raw[..self.width].copy_from_slice(self.slot(i));
-        let packed = match self.element_type.packing() {
-            Packing::Bytes(_) => &raw[..self.width],
-            // A single unpacked code sits in the low bits, like element 0 of a packed byte.
-            Packing::SubByte { .. } => &raw[..1],
-        };
-        csf_core::Values::new(self.element_type, packed).get_raw_f64(0) == Some(0.0)
+        is_zero(self.element_type, self.slot(i))
     }
 
     /// The slots of `positions`, in that order.
@@ -96,28 +95,7 @@ impl<'a> Slots<'a> {
 
     /// Adds the value in slot `b` into slot `a`.
     pub(crate) fn add_slot(&self, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
-        macro_rules! add {
-            ($t:ty, $op:ident) => {{
-                let x = <$t>::from_le_bytes(a.try_into().unwrap_or_default());
-                let y = <$t>::from_le_bytes(b.try_into().unwrap_or_default());
-                a.copy_from_slice(&x.$op(y).to_le_bytes());
-            }};
-        }
-        match self.element_type {
-            ElementType::Bool => a[0] |= b[0],
-            ElementType::I8 => add!(i8, wrapping_add),
-            ElementType::I16 => add!(i16, wrapping_add),
-            ElementType::I32 => add!(i32, wrapping_add),
-            ElementType::I64 => add!(i64, wrapping_add),
-            ElementType::U8 => add!(u8, wrapping_add),
-            ElementType::U16 => add!(u16, wrapping_add),
-            ElementType::U32 => add!(u32, wrapping_add),
-            ElementType::U64 => add!(u64, wrapping_add),
-            ElementType::F32 => add!(f32, add),
-            ElementType::F64 => add!(f64, add),
-            other => return Err(BuildError::CannotSum(other)),
-        }
-        Ok(())
+        add(self.element_type, a, b)
     }
 
     /// Checks up front that duplicates of this type can be summed.
@@ -150,4 +128,44 @@ impl<'a> Slots<'a> {
                 .collect(),
         }
     }
+}
+
+/// Whether `slot` (one value of `element_type`, 4-bit codes unpacked to a
+/// byte) holds a zero (`-0.0` included).
+pub(crate) fn is_zero(element_type: ElementType, slot: &[u8]) -> bool {
+    let mut raw = [0u8; 8];
+    let width = slot.len().min(8);
+    raw[..width].copy_from_slice(&slot[..width]);
+    let packed = match element_type.packing() {
+        Packing::Bytes(_) => &raw[..width],
+        // A single unpacked code sits in the low bits, like element 0 of a packed byte.
+        Packing::SubByte { .. } => &raw[..1],
+    };
+    csf_core::Values::new(element_type, packed).get_raw_f64(0) == Some(0.0)
+}
+
+/// Adds the value `b` into `a`, both one value of `element_type`.
+pub(crate) fn add(element_type: ElementType, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
+    macro_rules! add {
+        ($t:ty, $op:ident) => {{
+            let x = <$t>::from_le_bytes(a.try_into().unwrap_or_default());
+            let y = <$t>::from_le_bytes(b.try_into().unwrap_or_default());
+            a.copy_from_slice(&x.$op(y).to_le_bytes());
+        }};
+    }
+    match element_type {
+        ElementType::Bool => a[0] |= b[0],
+        ElementType::I8 => add!(i8, wrapping_add),
+        ElementType::I16 => add!(i16, wrapping_add),
+        ElementType::I32 => add!(i32, wrapping_add),
+        ElementType::I64 => add!(i64, wrapping_add),
+        ElementType::U8 => add!(u8, wrapping_add),
+        ElementType::U16 => add!(u16, wrapping_add),
+        ElementType::U32 => add!(u32, wrapping_add),
+        ElementType::U64 => add!(u64, wrapping_add),
+        ElementType::F32 => add!(f32, add),
+        ElementType::F64 => add!(f64, add),
+        other => return Err(BuildError::CannotSum(other)),
+    }
+    Ok(())
 }

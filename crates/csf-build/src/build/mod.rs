@@ -22,7 +22,9 @@ use crate::key::Layout;
 use crate::order::{choose, AutoChoice};
 use crate::presorted;
 use crate::values::Slots;
-use crate::{check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Source};
+use crate::{
+    check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo, Source,
+};
 
 /// The most entries the presorted path takes when the build could use
 /// several threads: below this the radix sort's chunks are too few to gain
@@ -53,27 +55,176 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
     build_with(coo, options, true)
 }
 
+/// Builds a CSF tensor from COO input whose arrays it may take over: the
+/// same tensor as [`build`] of the same entries, in less time and memory
+/// when the input is in storage order.
+///
+/// Input in strict storage order (for the mode order that `options`
+/// chooses; no two entries at one index, no zero to drop) of an element
+/// type of whole bytes other than `bool` and the FP6 types gives the
+/// tensor its leaf level's coordinate array (the column of the last
+/// dimension in `mode_order`) and its values without copying them: only
+/// the levels above are written. Any other input is built as [`build`]
+/// builds it, then both arrays are freed.
+///
+/// # Example
+/// ```
+/// use csf_build::{build_owned, Options, OwnedCoo};
+/// use hurray_format::ElementType;
+///
+/// // Three entries of a [2, 3, 4] tensor, one array per dimension, in storage order.
+/// let coo = OwnedCoo {
+///     shape: vec![2, 3, 4],
+///     columns: vec![vec![0, 0, 1], vec![0, 2, 1], vec![1, 3, 2]],
+///     element_type: ElementType::F32,
+///     values: [1.5f32, 2.5, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+/// };
+/// let built = build_owned(coo, &Options::default())?;
+/// let view = built.tensor.view();
+/// assert_eq!((view.nnz(), view.get_f64(&[0, 2, 3])?), (3, 2.5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`build`].
+pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError> {
+    let OwnedCoo { shape, mut columns, element_type, mut values } = coo;
+    let (mode_order, auto) = {
+        let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+        let coo = Coo {
+            shape: &shape,
+            indices: Indices::Columnar(&refs),
+            element_type,
+            values: values.as_slice().into(),
+        };
+        let plan = Plan::new(&coo, options, None)?;
+        if !plan.slots.is_input() {
+            return plan.build(options, true);
+        }
+        (plan.mode_order, plan.auto)
+    };
+    let input = presorted::OwnedInput {
+        shape: &shape,
+        columns: &mut columns,
+        values: &mut values,
+        element_type,
+        mode_order: &mode_order,
+        options,
+    };
+    match presorted::adopt(input) {
+        presorted::Adoption::Built { mut levels, leaves } => {
+            // The leaves are the (compacted) leaf column and values.
+            let len = columns.first().map_or(0, Vec::len);
+            let leaf_dim = mode_order[mode_order.len() - 1] as usize;
+            if let (Some(leaf), Some(column)) = (levels.last_mut(), columns.get_mut(leaf_dim)) {
+                leaf.1 = std::mem::take(column);
+                presorted::cut(&mut leaf.1, leaves);
+            }
+            drop(columns);
+            let value_bytes = element_type.values_len(leaves as u64).unwrap_or(u64::MAX);
+            presorted::cut(&mut values, usize::try_from(value_bytes).unwrap_or(usize::MAX));
+            let removed = (len - leaves) as u64;
+            assemble(Assembly { element_type, shape, mode_order, auto, levels, values, removed }, options)
+        }
+        presorted::Adoption::Declined { read, kept } => {
+            // The input (its first `read` entries restored as the `kept`
+            // they merged into) built by the other paths, in the order
+            // already chosen; entry positions and counts given as the
+            // caller's.
+            let merged = read - kept;
+            let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+            let coo = Coo {
+                shape: &shape,
+                indices: Indices::Columnar(&refs),
+                element_type,
+                values: values.as_slice().into(),
+            };
+            let built = Plan::new(&coo, options, Some((mode_order, auto)))?.build(options, true);
+            match built {
+                Ok(built) => Ok(Built { removed: built.removed + merged as u64, ..built }),
+                Err(BuildError::OutOfBounds { entry, dim, coord, extent }) if entry >= kept => {
+                    Err(BuildError::OutOfBounds { entry: entry + merged, dim, coord, extent })
+                }
+                Err(other) => Err(other),
+            }
+        }
+    }
+}
+
 /// [`build`], with the presorted path allowed or not (the tests compare the two).
 pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Result<Built, BuildError> {
-    let rank = coo.shape.len();
-    check_rank(rank)?;
-    let len = entry_count(coo.indices, rank)?;
-    check_values_len(coo, len)?;
-    let source = Source { shape: coo.shape, indices: coo.indices, len };
-    let slots = Slots::new(coo.element_type, &coo.values, len);
-    if options.duplicates == Duplicates::Sum {
-        slots.can_sum()?;
+    Plan::new(coo, options, None)?.build(options, presort)
+}
+
+/// A build's checked input and chosen mode order.
+struct Plan<'a> {
+    shape: &'a [u64],
+    element_type: hurray_format::ElementType,
+    source: Source<'a>,
+    slots: Slots<'a>,
+    mode_order: Vec<u32>,
+    auto: Option<AutoChoice>,
+}
+
+impl<'a> Plan<'a> {
+    /// Checks the input's rank and lengths (and, for a sum, its type) and
+    /// chooses the mode order, unless it is `chosen` already.
+    fn new(
+        coo: &'a Coo<'a>,
+        options: &Options,
+        chosen: Option<(Vec<u32>, Option<AutoChoice>)>,
+    ) -> Result<Self, BuildError> {
+        let rank = coo.shape.len();
+        check_rank(rank)?;
+        let len = entry_count(coo.indices, rank)?;
+        check_values_len(coo, len)?;
+        let source = Source { shape: coo.shape, indices: coo.indices, len };
+        let slots = Slots::new(coo.element_type, &coo.values, len);
+        if options.duplicates == Duplicates::Sum {
+            slots.can_sum()?;
+        }
+        let (mode_order, auto) = match chosen {
+            Some(chosen) => chosen,
+            None => mode_order_of(&source, options)?,
+        };
+        Ok(Plan { shape: coo.shape, element_type: coo.element_type, source, slots, mode_order, auto })
     }
-    let (mode_order, auto) = mode_order_of(&source, options)?;
-    let (levels, values) = build_levels(&source, &slots, &mode_order, options, presort)?;
-    let nnz = (values.len() / slots.width.max(1)) as u64;
-    let removed = len as u64 - nnz;
+
+    fn build(self, options: &Options, presort: bool) -> Result<Built, BuildError> {
+        let (levels, values) = build_levels(&self.source, &self.slots, &self.mode_order, options, presort)?;
+        let removed = (self.source.len - values.len() / self.slots.width.max(1)) as u64;
+        let values = self.slots.pack(values);
+        let Plan { shape, element_type, mode_order, auto, .. } = self;
+        assemble(
+            Assembly { element_type, shape: shape.to_vec(), mode_order, auto, levels, values, removed },
+            options,
+        )
+    }
+}
+
+/// A built tree's parts, before they are a tensor.
+struct Assembly {
+    element_type: hurray_format::ElementType,
+    shape: Vec<u64>,
+    mode_order: Vec<u32>,
+    auto: Option<AutoChoice>,
+    levels: Levels,
+    /// Packed as the element type prescribes.
+    values: Vec<u8>,
+    /// Input entries merged or dropped.
+    removed: u64,
+}
+
+/// The tensor of built parts, quantized when asked.
+fn assemble(parts: Assembly, options: &Options) -> Result<Built, BuildError> {
+    let Assembly { element_type, shape, mode_order, auto, levels, values, removed } = parts;
+    let nnz = levels.last().map_or(0, |(_, crd)| crd.len()) as u64;
     let levels = levels.into_iter().map(|(pos, crd)| OwnedLevel { pos, crd }).collect();
-    let tensor = OwnedCsf::builder(coo.element_type, coo.shape.to_vec())
+    let tensor = OwnedCsf::builder(element_type, shape)
         .mode_order(mode_order)
         .nnz(nnz)
         .levels(levels)
-        .values(slots.pack(values))
+        .values(values)
         .build()?;
     let tensor = match options.quantize {
         Some(spec) => crate::quantize(tensor, spec)?,
@@ -210,7 +361,7 @@ fn check_bounds(source: &Source<'_>) -> Result<(), BuildError> {
     Ok(())
 }
 
-type Levels = Vec<(Vec<u64>, Vec<u64>)>;
+use presorted::Levels;
 /// Levels, and the values in leaf order as slots (see [`Slots`]).
 type Output = (Levels, Vec<u8>);
 

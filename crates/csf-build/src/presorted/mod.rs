@@ -33,7 +33,10 @@ use crate::sort::copy_slot;
 use crate::values::Slots;
 use crate::{BuildError, Duplicates, Indices, Options, Source};
 
+mod adopt;
 mod strays;
+
+pub(crate) use adopt::{adopt, Adoption, OwnedInput};
 
 /// At most a `MAX_STRAYS`th of the entries may be strays.
 const MAX_STRAYS: usize = 64;
@@ -42,8 +45,11 @@ const MAX_STRAYS: usize = 64;
 /// reserves its arrays.
 const ONE_PASS_PROBE: usize = 64;
 
-/// The tree's levels (`(pos_L, crd_L)`), and the values in leaf order as slots.
-pub(crate) type Output = (Vec<(Vec<u64>, Vec<u64>)>, Vec<u8>);
+/// The tree's levels, `(pos_L, crd_L)`.
+pub(crate) type Levels = Vec<(Vec<u64>, Vec<u64>)>;
+
+/// The tree's levels, and the values in leaf order as slots.
+pub(crate) type Output = (Levels, Vec<u8>);
 
 /// What the presorted path needs of a build.
 pub(crate) struct Input<'j> {
@@ -224,14 +230,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         // fresh memory map: only the pages written are ever touched, the
         // untouched tail costs no memory and the cut unmaps it (where growing
         // an array copied it several times over).
-        let mut bound = 1usize;
-        let bounds: Vec<usize> = self.extents[..rank]
-            .iter()
-            .map(|&extent| {
-                bound = bound.saturating_mul(usize::try_from(extent).unwrap_or(usize::MAX)).min(len);
-                bound
-            })
-            .collect();
+        let bounds = node_bounds(&self.extents[..rank], len);
         let mut tree = Tree::zeroed(&bounds, width);
         let Some(opened) = self.stream::<W>(&mut tree.arrays())? else { return Ok(None) };
         Ok(Some(tree.close(&opened)))
@@ -253,8 +252,10 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         let mut last = [0u64; MAX_RANK];
         let mut prev: Option<usize> = None;
         let mut first_duplicate = None;
+        // Every entry overwrites the first `rank` words (zeroing it per entry
+        // cost a `memset` call each).
+        let mut tuple = [0u64; MAX_RANK];
         for entry in 0..self.input.source.len {
-            let mut tuple = [0u64; MAX_RANK];
             let mut inside = true;
             for (level, coord) in tuple.iter_mut().enumerate().take(rank) {
                 *coord = self.tuples.get(entry, level);
@@ -317,6 +318,19 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
     }
 }
 
+/// The most nodes each level of a tree of `len` leaves can have, bounded
+/// by `extents` (the levels' extents): `min(len, extent_0 * .. * extent_L)`.
+fn node_bounds(extents: &[u64], len: usize) -> Vec<usize> {
+    let mut bound = 1usize;
+    extents
+        .iter()
+        .map(|&extent| {
+            bound = bound.saturating_mul(usize::try_from(extent).unwrap_or(usize::MAX)).min(len);
+            bound
+        })
+        .collect()
+}
+
 /// A duplicate's value `slot` meets the last leaf's value `into` under the
 /// policy `First`, `Last` or `Sum` (`Error` is the caller's to report). `W`
 /// is the value width (0: any).
@@ -352,6 +366,15 @@ impl Tree {
         Tree { poss, crds, values: vec![0; leaves * width], width }
     }
 
+    /// [`Tree::zeroed`] without the leaf level's `crd` and the values
+    /// (see [`try_adopt`]).
+    fn zeroed_above_leaves(sizes: &[usize]) -> Self {
+        let mut tree = Self::zeroed(&sizes[..sizes.len() - 1], 0);
+        tree.poss.push(vec![0; sizes[sizes.len() - 2] + 1]);
+        tree.crds.push(Vec::new());
+        tree
+    }
+
     /// The arrays as slices, for the writing walk.
     fn arrays(&mut self) -> Arrays<'_> {
         Arrays::over(&mut self.crds, &mut self.poss, &mut self.values)
@@ -375,7 +398,7 @@ impl Tree {
 }
 
 /// `v` cut to `len` elements, its spare memory returned when there is any.
-fn cut<T>(v: &mut Vec<T>, len: usize) {
+pub(crate) fn cut<T>(v: &mut Vec<T>, len: usize) {
     if len < v.len() {
         v.truncate(len);
         v.shrink_to_fit();
@@ -410,6 +433,15 @@ impl<'a> Arrays<'a> {
             self.pos[level][opened[level - 1] - 1] = opened[level] as u64;
         }
         self.crd[level][opened[level]] = coord;
+        opened[level] += 1;
+    }
+
+    /// [`Arrays::open`] of a leaf whose coordinate is adopted, not written.
+    #[inline(always)]
+    fn open_adopted(&mut self, opened: &mut [usize; MAX_RANK], level: usize, first_child: bool) {
+        if first_child {
+            self.pos[level][opened[level - 1] - 1] = opened[level] as u64;
+        }
         opened[level] += 1;
     }
 }
