@@ -1,5 +1,6 @@
 //! `hurray convert IN.tns -o OUT.hurray`: read, parse, build, write.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -222,16 +223,19 @@ impl TypedConvert<'_> {
         let options = options(args);
         let clock = Clock::start();
         let spinner = Progress::spinner(show, "building");
+        // The parser's columns and value bytes are what the builder takes: no copy.
+        let column_slices = parsed.column_slices();
         let coo = Coo {
             shape: &shape,
-            indices: Indices::RowMajor(&parsed.coords),
+            indices: Indices::Columnar(&column_slices),
             element_type: V::TYPE,
-            values: V::to_le_bytes(&parsed.values),
+            values: Cow::Borrowed(&parsed.values),
         };
         let built = csf_build::build(&coo, &options);
         spinner.finish();
         timings.build = clock.stop();
         drop(coo);
+        drop(column_slices);
         drop(parsed);
         let built = built.map_err(|e| build_error(path, e))?;
         timings.nnz = built.tensor.view().nnz();

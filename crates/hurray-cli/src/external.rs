@@ -186,7 +186,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
         lines += parsed.lines;
         entries += parsed.len();
         builder
-            .push(Indices::RowMajor(&parsed.coords), &V::to_le_bytes(&parsed.values))
+            .push(Indices::Columnar(&parsed.column_slices()), &parsed.values)
             .map_err(|e| external_error(path, e))?;
         block = blocks.next()?;
     }

@@ -15,10 +15,14 @@ use hurray_format::ElementType;
 pub trait TnsValue: Copy + Default + Send + Sync + 'static {
     /// The element type written to the file.
     const TYPE: ElementType;
+    /// Bytes per value in the values buffer (`TYPE`'s size: every type
+    /// `convert` writes takes whole bytes, none packs two values in a byte).
+    const SIZE: usize;
     /// Parses a token (never empty, no whitespace), or says what is wrong.
     fn parse(token: &[u8]) -> Result<Self, String>;
-    /// The values as the little-endian bytes of the values buffer.
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]>;
+    /// Writes the value's little-endian bytes into `slot` (`SIZE` bytes), so
+    /// that the parser fills the values buffer itself and nothing converts it after.
+    fn write_le(self, slot: &mut [u8]);
 }
 
 /// Powers of ten exactly representable in `f64`.
@@ -131,6 +135,7 @@ fn slow<F: std::str::FromStr + Copy>(
 
 impl TnsValue for f64 {
     const TYPE: ElementType = ElementType::F64;
+    const SIZE: usize = 8;
 
     #[inline]
     fn parse(token: &[u8]) -> Result<Self, String> {
@@ -144,13 +149,15 @@ impl TnsValue for f64 {
         slow(token, f64::is_infinite, "f64")
     }
 
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-        le_bytes(values, |v| v.to_le_bytes())
+    #[inline]
+    fn write_le(self, slot: &mut [u8]) {
+        slot.copy_from_slice(&self.to_le_bytes());
     }
 }
 
 impl TnsValue for f32 {
     const TYPE: ElementType = ElementType::F32;
+    const SIZE: usize = 4;
 
     #[inline]
     fn parse(token: &[u8]) -> Result<Self, String> {
@@ -164,20 +171,9 @@ impl TnsValue for f32 {
         slow(token, f32::is_infinite, "f32")
     }
 
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-        le_bytes(values, |v| v.to_le_bytes())
-    }
-}
-
-/// Native values as little-endian bytes: borrowed on little-endian machines.
-fn le_bytes<T: bytemuck::Pod, const N: usize>(
-    values: &[T],
-    to_le: impl Fn(T) -> [u8; N],
-) -> std::borrow::Cow<'_, [u8]> {
-    if cfg!(target_endian = "little") {
-        std::borrow::Cow::Borrowed(bytemuck::cast_slice(values))
-    } else {
-        std::borrow::Cow::Owned(values.iter().flat_map(|&v| to_le(v)).collect())
+    #[inline]
+    fn write_le(self, slot: &mut [u8]) {
+        slot.copy_from_slice(&self.to_le_bytes());
     }
 }
 
@@ -215,6 +211,7 @@ macro_rules! integer_value {
     ($($t:ty => $tag:ident),*) => {$(
         impl TnsValue for $t {
             const TYPE: ElementType = ElementType::$tag;
+            const SIZE: usize = std::mem::size_of::<$t>();
 
             #[inline]
             fn parse(token: &[u8]) -> Result<Self, String> {
@@ -223,8 +220,9 @@ macro_rules! integer_value {
                 Ok(v as $t)
             }
 
-            fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-                le_bytes(values, |v| v.to_le_bytes())
+            #[inline]
+            fn write_le(self, slot: &mut [u8]) {
+                slot.copy_from_slice(&self.to_le_bytes());
             }
         }
     )*};
@@ -237,6 +235,7 @@ pub struct Bool(pub u8);
 
 impl TnsValue for Bool {
     const TYPE: ElementType = ElementType::Bool;
+    const SIZE: usize = 1;
 
     fn parse(token: &[u8]) -> Result<Self, String> {
         match integer(token, "bool", 0, 1) {
@@ -245,8 +244,9 @@ impl TnsValue for Bool {
         }
     }
 
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Owned(values.iter().map(|b| b.0).collect())
+    #[inline]
+    fn write_le(self, slot: &mut [u8]) {
+        slot[0] = self.0;
     }
 }
 
