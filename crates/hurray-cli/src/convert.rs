@@ -1,5 +1,6 @@
 //! `hurray convert IN.tns -o OUT.hurray`: read, parse, build, write.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -59,27 +60,7 @@ pub fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
     let (input, gzip) = files::open_text(path)?;
     let read = clock.stop();
 
-    let shape = args.shape.as_ref().map(|s| s.0.as_slice());
-    let first = tns::first_data_line(&input);
-    let rank = match (shape, first) {
-        (Some(shape), Some(first)) if first.fields != shape.len() + 1 => {
-            return Err(Error::line(
-                path,
-                first.line,
-                format!(
-                    "found {} fields, but --shape has {} dimensions (expected {} coordinates and a value)",
-                    first.fields,
-                    shape.len(),
-                    shape.len()
-                ),
-            ));
-        }
-        (Some(shape), _) => shape.len(),
-        (None, Some(first)) => check_rank(path, first)?,
-        (None, None) => {
-            return Err(Error::data(path, "no non-zeros in the file: give --shape to write an empty tensor"));
-        }
-    };
+    let rank = rank_of_input(args, &input)?;
     check_mode_order_rank(args, rank)?;
     let mut timings = Timings {
         read,
@@ -110,23 +91,7 @@ pub fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
         other => return Err(Error::Usage(format!("unsupported --dtype for convert: {other}"))),
     }?;
     if let (Some(auto), false) = (&built.auto, cx.quiet) {
-        // csf-build lists identity first, then shortest-extent-first (SPLATT's heuristic).
-        let labels = ["identity", "shortest-extent-first"];
-        let compared: Vec<String> = auto
-            .compared
-            .iter()
-            .enumerate()
-            .map(|(i, (order, bytes))| {
-                let label = labels.get(i).copied().unwrap_or("candidate");
-                format!("{label} {} stores {bytes}", format::commas(order))
-            })
-            .collect();
-        eprintln!(
-            "hurray: --mode-order auto chose {}: {} bytes of pos/crd ({})",
-            format::commas(&auto.mode_order),
-            auto.index_bytes,
-            compared.join(", ")
-        );
+        print_auto(auto);
     }
     if built.removed > 0 && !cx.quiet {
         eprintln!("hurray: {}: {} entries merged or dropped", path.display(), built.removed);
@@ -139,6 +104,51 @@ pub fn run_in_memory(args: &ConvertArgs, cx: &Context) -> Result<()> {
         print_timings(args, &timings, started.elapsed());
     }
     Ok(())
+}
+
+/// The rank: `--shape`'s (which the first data line must agree with), or
+/// the first data line's.
+fn rank_of_input(args: &ConvertArgs, input: &[u8]) -> Result<usize> {
+    let path = args.input.as_path();
+    let shape = args.shape.as_ref().map(|s| s.0.as_slice());
+    match (shape, tns::first_data_line(input)) {
+        (Some(shape), Some(first)) if first.fields != shape.len() + 1 => Err(Error::line(
+            path,
+            first.line,
+            format!(
+                "found {} fields, but --shape has {} dimensions (expected {} coordinates and a value)",
+                first.fields,
+                shape.len(),
+                shape.len()
+            ),
+        )),
+        (Some(shape), _) => Ok(shape.len()),
+        (None, Some(first)) => check_rank(path, first),
+        (None, None) => {
+            Err(Error::data(path, "no non-zeros in the file: give --shape to write an empty tensor"))
+        }
+    }
+}
+
+/// The note on what `--mode-order auto` chose and what it compared.
+fn print_auto(auto: &csf_build::AutoChoice) {
+    // csf-build lists identity first, then shortest-extent-first (SPLATT's heuristic).
+    let labels = ["identity", "shortest-extent-first"];
+    let compared: Vec<String> = auto
+        .compared
+        .iter()
+        .enumerate()
+        .map(|(i, (order, bytes))| {
+            let label = labels.get(i).copied().unwrap_or("candidate");
+            format!("{label} {} stores {bytes}", format::commas(order))
+        })
+        .collect();
+    eprintln!(
+        "hurray: --mode-order auto chose {}: {} bytes of pos/crd ({})",
+        format::commas(&auto.mode_order),
+        auto.index_bytes,
+        compared.join(", ")
+    );
 }
 
 /// `--mode-order` must list one entry per dimension.
@@ -222,16 +232,19 @@ impl TypedConvert<'_> {
         let options = options(args);
         let clock = Clock::start();
         let spinner = Progress::spinner(show, "building");
+        // The parser's columns and value bytes are what the builder takes: no copy.
+        let column_slices = parsed.column_slices();
         let coo = Coo {
             shape: &shape,
-            indices: Indices::RowMajor(&parsed.coords),
+            indices: Indices::Columnar(&column_slices),
             element_type: V::TYPE,
-            values: V::to_le_bytes(&parsed.values),
+            values: Cow::Borrowed(&parsed.values),
         };
         let built = csf_build::build(&coo, &options);
         spinner.finish();
         timings.build = clock.stop();
         drop(coo);
+        drop(column_slices);
         drop(parsed);
         let built = built.map_err(|e| build_error(path, e))?;
         timings.nnz = built.tensor.view().nnz();

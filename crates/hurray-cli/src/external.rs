@@ -153,24 +153,10 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
         return convert::run_in_memory(args, cx);
     };
     let shape = args.shape.as_ref().map(|s| s.0.clone());
-    let rank = match (&shape, tns::first_data_line(&first)) {
-        (Some(shape), _) => shape.len(),
-        (None, Some(line)) => convert::check_rank(path, line)?,
-        (None, None) => {
-            return Err(Error::data(path, "no non-zeros in the first block of the file: give --shape"))
-        }
-    };
+    let rank = rank_of_first_block(path, shape.as_deref(), &first)?;
     convert::check_mode_order_rank(args, rank)?;
-    let temp_dir = args.temp_dir.clone().unwrap_or_else(|| match args.output.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    });
-    // The first block's lines per byte tell how many entries a plain file holds.
-    let expected_entries = (!gzip && !first.is_empty()).then(|| {
-        let lines = first.iter().filter(|&&b| b == b'\n').count().max(1) as u64;
-        input_len.saturating_mul(lines) / first.len() as u64
-    });
-    let limits = ExternalOptions { memory: budget, temp_dir, expected_entries };
+    let expected_entries = if gzip { None } else { expected_entries(&first, input_len) };
+    let limits = ExternalOptions { memory: budget, temp_dir: temp_dir(args), expected_entries };
     let mut builder = ExternalBuilder::new(rank, shape.clone(), V::TYPE, convert::options(args), limits)
         .map_err(|e| external_error(path, e))?;
     let _spill_guard = cleanup::register(builder.spill_dir());
@@ -186,7 +172,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
         lines += parsed.lines;
         entries += parsed.len();
         builder
-            .push(Indices::RowMajor(&parsed.coords), &V::to_le_bytes(&parsed.values))
+            .push(Indices::Columnar(&parsed.column_slices()), &parsed.values)
             .map_err(|e| external_error(path, e))?;
         block = blocks.next()?;
     }
@@ -194,20 +180,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let spill = clock.stop();
 
     let clock = Clock::start();
-    let bar = std::sync::Arc::new(Progress::bytes(show, 0, "building"));
-    let shared = std::sync::Arc::clone(&bar);
-    builder.on_build_progress(move |done, total| shared.set(done, total));
-    let mut out = Output::create(Some(&args.output))?;
-    let report = builder.finish(&mut out, convert::statistics_section(args));
-    if let Ok(bar) = std::sync::Arc::try_unwrap(bar) {
-        bar.finish();
-    }
-    let report = report.map_err(|e| match e {
-        // The output failed (a full disk, say): name it, not the input.
-        ExternalError::Encode(hurray_format::EncodeError::Io(io)) => Error::io(&args.output, io),
-        other => external_error(path, other),
-    })?;
-    out.commit()?;
+    let report = finish(builder, args, show)?;
     let build = clock.stop();
     if report.removed > 0 && !cx.quiet {
         eprintln!("hurray: {}: {} entries merged or dropped", path.display(), report.removed);
@@ -222,6 +195,53 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
         print_timings(args, budget, &blocks, (lines, entries), spill, build, &report, started);
     }
     Ok(())
+}
+
+/// The rank: `--shape`'s, or the first data line's (which must be in the
+/// first block: a block holds whole lines).
+fn rank_of_first_block(path: &Path, shape: Option<&[u64]>, first: &[u8]) -> Result<usize> {
+    match (shape, tns::first_data_line(first)) {
+        (Some(shape), _) => Ok(shape.len()),
+        (None, Some(line)) => convert::check_rank(path, line),
+        (None, None) => Err(Error::data(path, "no non-zeros in the first block of the file: give --shape")),
+    }
+}
+
+/// Where the spill files go: `--temp-dir`, or the output's directory.
+fn temp_dir(args: &ConvertArgs) -> PathBuf {
+    args.temp_dir.clone().unwrap_or_else(|| match args.output.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    })
+}
+
+/// How many entries a plain file of `input_len` bytes holds, judged by the
+/// first block's lines per byte (the builder sizes its partitions by it).
+fn expected_entries(first: &[u8], input_len: u64) -> Option<u64> {
+    (!first.is_empty()).then(|| {
+        let lines = first.iter().filter(|&&b| b == b'\n').count().max(1) as u64;
+        input_len.saturating_mul(lines) / first.len() as u64
+    })
+}
+
+/// Builds the partitions and writes the file atomically, with a progress bar.
+fn finish(mut builder: ExternalBuilder, args: &ConvertArgs, show: bool) -> Result<ExternalReport> {
+    let path = args.input.as_path();
+    let bar = std::sync::Arc::new(Progress::bytes(show, 0, "building"));
+    let shared = std::sync::Arc::clone(&bar);
+    builder.on_build_progress(move |done, total| shared.set(done, total));
+    let mut out = Output::create(Some(&args.output))?;
+    let report = builder.finish(&mut out, convert::statistics_section(args));
+    if let Ok(bar) = std::sync::Arc::try_unwrap(bar) {
+        bar.finish();
+    }
+    let report = report.map_err(|e| match e {
+        // The output failed (a full disk, say): name it, not the input.
+        ExternalError::Encode(hurray_format::EncodeError::Io(io)) => Error::io(&args.output, io),
+        other => external_error(path, other),
+    })?;
+    out.commit()?;
+    Ok(report)
 }
 
 /// An external build error as one line: entry positions become line

@@ -9,15 +9,19 @@
 //! 1. count the lines of each chunk, which gives every chunk its first line
 //!    number and an upper bound on its entries;
 //! 2. parse each chunk straight into its own disjoint slice of the final
-//!    coordinate and value arrays (allocated once, for that bound), keeping
-//!    the first bad line of the chunk.
+//!    arrays (allocated once, for that bound), keeping the first bad line of
+//!    the chunk. The arrays are what csf-build takes without a copy: one
+//!    coordinate column per dimension (`Indices::Columnar`) and the values
+//!    buffer's little-endian bytes.
 //!
 //! Chunks with comment or blank lines leave gaps that one in-place pass
-//! closes. Nothing is ever copied into per-line strings, and the arrays are
+//! (per column, and over the values) closes. Nothing is ever copied into per-line strings, and the arrays are
 //! never concatenated, so the peak is the input plus the output. The first
 //! bad line *in file order* is reported, whatever the thread count.
 
 mod value;
+
+use std::marker::PhantomData;
 
 use rayon::prelude::*;
 
@@ -41,13 +45,14 @@ pub struct FirstLine {
     pub fields: usize,
 }
 
-/// A parsed `.tns` file.
+/// A parsed `.tns` file, laid out as csf-build takes it without a copy
+/// (`Indices::Columnar` and the values buffer's bytes).
 #[derive(Debug)]
 pub struct Parsed<V> {
-    /// Coordinates, 0-based, `rank` per entry, row-major.
-    pub coords: Vec<u64>,
-    /// One value per entry.
-    pub values: Vec<V>,
+    /// Coordinates, 0-based: one column per dimension, one entry per data line.
+    pub columns: Vec<Vec<u64>>,
+    /// The values buffer: each entry's value as `V::SIZE` little-endian bytes.
+    pub values: Vec<u8>,
     /// Per dimension, the largest 1-based coordinate (0 with no entries):
     /// the shape FROSTT files imply.
     pub max: Vec<u64>,
@@ -55,12 +60,19 @@ pub struct Parsed<V> {
     pub lines: u64,
     /// Chunks parsed (a measure of the parallelism available).
     pub chunks: usize,
+    /// The element type the value bytes hold.
+    value: PhantomData<V>,
 }
 
-impl<V> Parsed<V> {
+impl<V: TnsValue> Parsed<V> {
     /// The number of entries.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.values.len() / V::SIZE
+    }
+
+    /// The columns as borrowed slices, for `Indices::Columnar`.
+    pub fn column_slices(&self) -> Vec<&[u64]> {
+        self.columns.iter().map(Vec::as_slice).collect()
     }
 }
 
@@ -207,6 +219,17 @@ pub fn parse<V: TnsValue>(
     parse_in_chunks(b, rank, shape, progress, target)
 }
 
+/// One chunk's share of the work: its bytes, the line before its first,
+/// and its disjoint slices of every column and of the values buffer.
+struct ChunkTask<'a> {
+    bytes: &'a [u8],
+    first_line: u64,
+    /// Its first entry slot in the output.
+    start: usize,
+    columns: Vec<&'a mut [u64]>,
+    values: &'a mut [u8],
+}
+
 fn parse_in_chunks<V: TnsValue>(
     b: &[u8],
     rank: usize,
@@ -218,34 +241,22 @@ fn parse_in_chunks<V: TnsValue>(
     let line_counts: Vec<u64> = ranges.par_iter().map(|r| count_lines(&b[r.clone()])).collect();
     let lines: u64 = line_counts.iter().sum();
     let too_big = || LineError { line: lines, message: "too many lines for this machine's memory".into() };
+    // Room for one entry per line; the byte total is checked so that no
+    // allocation below can overflow.
     let capacity = usize::try_from(lines).map_err(|_| too_big())?;
-    let mut coords = vec![0u64; capacity.checked_mul(rank).ok_or_else(too_big)?];
-    let mut values = vec![V::default(); capacity];
+    let entry_bytes = rank.checked_mul(8).and_then(|c| c.checked_add(V::SIZE)).ok_or_else(too_big)?;
+    match capacity.checked_mul(entry_bytes) {
+        Some(total) if total <= isize::MAX as usize => {}
+        _ => return Err(too_big()),
+    }
+    let mut columns: Vec<Vec<u64>> = (0..rank).map(|_| vec![0u64; capacity]).collect();
+    let mut values = vec![0u8; capacity * V::SIZE];
 
-    // Hand each chunk its slices of the output and its first line number.
-    struct ChunkTask<'a, V> {
-        bytes: &'a [u8],
-        first_line: u64,
-        start: usize,
-        coords: &'a mut [u64],
-        values: &'a mut [V],
-    }
-    let mut tasks = Vec::with_capacity(ranges.len());
-    let (mut coord_rest, mut value_rest) = (&mut coords[..], &mut values[..]);
-    let (mut first_line, mut start) = (0u64, 0usize);
-    for (range, &count) in ranges.iter().zip(&line_counts) {
-        let count = count as usize;
-        let (c, c_rest) = std::mem::take(&mut coord_rest).split_at_mut(count * rank);
-        let (v, v_rest) = std::mem::take(&mut value_rest).split_at_mut(count);
-        tasks.push(ChunkTask { bytes: &b[range.clone()], first_line, start, coords: c, values: v });
-        (coord_rest, value_rest) = (c_rest, v_rest);
-        first_line += count as u64;
-        start += count;
-    }
+    let tasks = split_tasks::<V>(b, &ranges, &line_counts, &mut columns, &mut values);
     let outs: Vec<(usize, ChunkOut)> = tasks
         .into_par_iter()
-        .map(|task| {
-            let out = parse_chunk(task.bytes, rank, shape, task.first_line, task.coords, task.values);
+        .map(|mut task| {
+            let out = parse_chunk::<V>(task.bytes, shape, task.first_line, &mut task.columns, task.values);
             progress(task.bytes.len() as u64);
             (task.start, out)
         })
@@ -258,135 +269,212 @@ fn parse_in_chunks<V: TnsValue>(
     let mut len = 0usize;
     for (start, out) in &outs {
         if *start != len {
-            coords.copy_within(start * rank..(start + out.entries) * rank, len * rank);
-            values.copy_within(*start..start + out.entries, len);
+            for column in &mut columns {
+                column.copy_within(*start..start + out.entries, len);
+            }
+            values.copy_within(start * V::SIZE..(start + out.entries) * V::SIZE, len * V::SIZE);
         }
         len += out.entries;
         for (m, &c) in max.iter_mut().zip(&out.max) {
             *m = (*m).max(c);
         }
     }
-    coords.truncate(len * rank);
-    values.truncate(len);
-    Ok(Parsed { coords, values, max, lines, chunks: outs.len() })
+    for column in &mut columns {
+        column.truncate(len);
+    }
+    values.truncate(len * V::SIZE);
+    Ok(Parsed { columns, values, max, lines, chunks: outs.len(), value: PhantomData })
 }
 
-/// Parses the lines of one chunk into `coords` and `values` (which have room
-/// for one entry per line).
+/// Hands each chunk its slices of the output (one slot per line, cut from
+/// the front of every column and of the values) and its first line number.
+fn split_tasks<'a, V: TnsValue>(
+    b: &'a [u8],
+    ranges: &[std::ops::Range<usize>],
+    line_counts: &[u64],
+    columns: &'a mut [Vec<u64>],
+    values: &'a mut [u8],
+) -> Vec<ChunkTask<'a>> {
+    let mut tasks = Vec::with_capacity(ranges.len());
+    let mut column_rest: Vec<&mut [u64]> = columns.iter_mut().map(Vec::as_mut_slice).collect();
+    let mut value_rest = values;
+    let (mut first_line, mut start) = (0u64, 0usize);
+    for (range, &count) in ranges.iter().zip(line_counts) {
+        let count = count as usize;
+        let chunk_columns = column_rest
+            .iter_mut()
+            .map(|rest| {
+                let (mine, others) = std::mem::take(rest).split_at_mut(count);
+                *rest = others;
+                mine
+            })
+            .collect();
+        let (v, v_rest) = value_rest.split_at_mut(count * V::SIZE);
+        value_rest = v_rest;
+        tasks.push(ChunkTask {
+            bytes: &b[range.clone()],
+            first_line,
+            start,
+            columns: chunk_columns,
+            values: v,
+        });
+        first_line += count as u64;
+        start += count;
+    }
+    tasks
+}
+
+/// Parses the lines of one chunk into `columns` and `values` (which have
+/// room for one entry per line); the rank is the number of columns.
 fn parse_chunk<V: TnsValue>(
     b: &[u8],
-    rank: usize,
     shape: Option<&[u64]>,
     first_line: u64,
-    coords: &mut [u64],
-    values: &mut [V],
+    columns: &mut [&mut [u64]],
+    values: &mut [u8],
 ) -> ChunkOut {
-    let mut max = vec![0u64; rank];
+    let mut max = vec![0u64; columns.len()];
     let mut line = first_line;
     let mut entries = 0usize;
     let mut i = 0usize;
-    let n = b.len();
-    let fail = |line: u64, message: String, entries: usize, max: Vec<u64>| ChunkOut {
-        entries,
-        max,
-        error: Some(LineError { line, message }),
-    };
-    while i < n {
+    while i < b.len() {
         line += 1;
-        let line_start = i;
-        // Leading blanks, then a blank line, a comment, or data.
-        let mut c = b[i];
-        while is_blank(c) {
-            i += 1;
-            if i == n {
-                return ChunkOut { entries, max, error: None };
-            }
-            c = b[i];
-        }
-        if c == b'\n' {
-            i += 1;
-            continue;
-        }
-        if c == b'#' {
-            i = skip_line(b, i);
-            continue;
-        }
-        let row = &mut coords[entries * rank..(entries + 1) * rank];
-        for (d, slot) in row.iter_mut().enumerate() {
-            let start = i;
-            let mut v = 0u64;
-            let mut ends_well = false;
-            if let Some((value, len)) = b.get(i..i + 8).and_then(swar_digits) {
-                // 1 to 7 digits then a non-digit, all in one 8-byte load.
-                v = value;
-                i += len;
-                ends_well = is_blank(b[i]);
-            } else {
-                while i < n {
-                    let digit = b[i].wrapping_sub(b'0');
-                    if digit > 9 {
-                        break;
+        match classify(b, i) {
+            (Kind::Empty, next) => i = next,
+            (Kind::Data(start), _) => {
+                let slot = &mut values[entries * V::SIZE..(entries + 1) * V::SIZE];
+                let entry = Entry { b, line_start: i, columns: &mut *columns, index: entries, max: &mut max };
+                match entry.parse::<V>(start, shape, slot) {
+                    Ok(next) => i = next,
+                    Err(message) => {
+                        return ChunkOut { entries, max, error: Some(LineError { line, message }) }
                     }
-                    v = v.wrapping_mul(10).wrapping_add(u64::from(digit));
-                    i += 1;
                 }
-                ends_well |= i < n && is_blank(b[i]);
-            }
-            if i == start || i - start > 19 || !ends_well {
-                match slow_coordinate(b, line_start, start, d, rank) {
-                    Ok((value, end)) => {
-                        v = value;
-                        i = end;
-                    }
-                    Err(message) => return fail(line, message, entries, max),
-                }
-            }
-            if v == 0 {
-                let message = format!("coordinate 0 in dimension {}: .tns coordinates are 1-based", d + 1);
-                return fail(line, message, entries, max);
-            }
-            if let Some(shape) = shape {
-                if v > shape[d] {
-                    let message = format!(
-                        "coordinate {v} of dimension {} is outside --shape's extent {}",
-                        d + 1,
-                        shape[d]
-                    );
-                    return fail(line, message, entries, max);
-                }
-            }
-            if v > max[d] {
-                max[d] = v;
-            }
-            *slot = v - 1;
-            while i < n && is_blank(b[i]) {
-                i += 1;
+                entries += 1;
             }
         }
-        let start = i;
-        while i < n && !is_blank(b[i]) && b[i] != b'\n' {
-            i += 1;
-        }
-        if i == start {
-            return fail(line, field_count_message(b, line_start, rank), entries, max);
-        }
-        match V::parse(&b[start..i]) {
-            Ok(v) => values[entries] = v,
-            Err(message) => return fail(line, message, entries, max),
-        }
-        while i < n && is_blank(b[i]) {
-            i += 1;
-        }
-        if i < n {
-            match b[i] {
-                b'\n' => i += 1,
-                b'#' => i = skip_line(b, i),
-                _ => return fail(line, field_count_message(b, line_start, rank), entries, max),
-            }
-        }
-        entries += 1;
     }
     ChunkOut { entries, max, error: None }
+}
+
+/// One data line being parsed into output slot `index`.
+struct Entry<'a, 'c> {
+    b: &'a [u8],
+    /// Where the line starts (error messages count its fields from there).
+    line_start: usize,
+    columns: &'a mut [&'c mut [u64]],
+    index: usize,
+    /// The chunk's largest coordinate per dimension so far.
+    max: &'a mut [u64],
+}
+
+impl Entry<'_, '_> {
+    /// Parses the coordinates from `i` (the first non-blank byte), then the
+    /// value into `slot`, then checks that the line ends; returns where the
+    /// next line starts, or what is wrong with this one.
+    #[inline]
+    fn parse<V: TnsValue>(
+        self,
+        mut i: usize,
+        shape: Option<&[u64]>,
+        slot: &mut [u8],
+    ) -> Result<usize, String> {
+        let rank = self.columns.len();
+        for (d, (column, max)) in self.columns.iter_mut().zip(self.max.iter_mut()).enumerate() {
+            let (v, end) = coordinate(self.b, i, self.line_start, d, rank)?;
+            check_coordinate(v, d, shape)?;
+            *max = (*max).max(v);
+            column[self.index] = v - 1;
+            i = skip_blanks(self.b, end);
+        }
+        let end = value_token(self.b, i);
+        if end == i {
+            return Err(field_count_message(self.b, self.line_start, rank));
+        }
+        V::parse(&self.b[i..end])?.write_le(slot);
+        line_end(self.b, end, self.line_start, rank)
+    }
+}
+
+/// The index of the first non-blank byte from `i` (or the end).
+#[inline]
+fn skip_blanks(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).copied().is_some_and(is_blank) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the value token that starts at `i`: the next blank, line end
+/// or end of input (a `#` inside the token is the value parser's to reject).
+#[inline]
+fn value_token(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|&c| !is_blank(c) && c != b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// After the value, only blanks then the line end or a comment may follow;
+/// anything else is one field too many. Returns where the next line starts.
+#[inline]
+fn line_end(b: &[u8], end: usize, line_start: usize, rank: usize) -> Result<usize, String> {
+    let i = skip_blanks(b, end);
+    match b.get(i) {
+        None => Ok(i),
+        Some(b'\n') => Ok(i + 1),
+        Some(b'#') => Ok(skip_line(b, i)),
+        Some(_) => Err(field_count_message(b, line_start, rank)),
+    }
+}
+
+/// One coordinate token from `i`, as written (1-based); returns it and the
+/// index after it. The common token, 1 to 7 digits, is read in one 8-byte
+/// load; longer digit runs by the byte loop; anything unusual (no digits, a
+/// 20-digit number, a token that does not end in a blank) by the careful
+/// path, which also words the errors.
+#[inline]
+fn coordinate(
+    b: &[u8],
+    mut i: usize,
+    line_start: usize,
+    d: usize,
+    rank: usize,
+) -> Result<(u64, usize), String> {
+    let start = i;
+    let mut v = 0u64;
+    let ends_well;
+    if let Some((value, len)) = b.get(i..i + 8).and_then(swar_digits) {
+        // 1 to 7 digits then a non-digit, all in one 8-byte load.
+        v = value;
+        i += len;
+        ends_well = is_blank(b[i]);
+    } else {
+        while let Some(digit) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&digit| digit <= 9) {
+            v = v.wrapping_mul(10).wrapping_add(u64::from(digit));
+            i += 1;
+        }
+        ends_well = b.get(i).copied().is_some_and(is_blank);
+    }
+    if i == start || i - start > 19 || !ends_well {
+        return slow_coordinate(b, line_start, start, d, rank);
+    }
+    Ok((v, i))
+}
+
+/// A coordinate must be 1-based, and inside `--shape` when one is given
+/// (checked here so that the error names the line).
+#[inline]
+fn check_coordinate(v: u64, d: usize, shape: Option<&[u64]>) -> Result<(), String> {
+    if v == 0 {
+        return Err(format!("coordinate 0 in dimension {}: .tns coordinates are 1-based", d + 1));
+    }
+    match shape {
+        Some(shape) if v > shape[d] => {
+            Err(format!("coordinate {v} of dimension {} is outside --shape's extent {}", d + 1, shape[d]))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Parses the leading decimal digits of 8 bytes at once (SWAR): returns the
@@ -460,12 +548,17 @@ mod tests {
         parse::<f64>(text.as_bytes(), rank, None, &|_| {})
     }
 
+    /// The values buffer read back as `f64`s.
+    fn floats(p: &Parsed<f64>) -> Vec<f64> {
+        p.values.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect()
+    }
+
     #[test]
     fn parses_comments_blanks_crlf_tabs_and_a_missing_final_newline() {
         let text = "# header\n\n1 1 2 1.0\r\n  1\t3 4  2.5 # note\n\t\n2 2 1 -3\n2 2 3 4e0";
         let p = run(text, 3).unwrap();
-        assert_eq!(p.coords, [0, 0, 1, 0, 2, 3, 1, 1, 0, 1, 1, 2]);
-        assert_eq!(p.values, [1.0, 2.5, -3.0, 4.0]);
+        assert_eq!(p.columns, [[0, 0, 1, 1], [0, 2, 1, 1], [1, 3, 0, 2]]);
+        assert_eq!(floats(&p), [1.0, 2.5, -3.0, 4.0]);
         assert_eq!(p.max, [2, 3, 4]);
         assert_eq!(p.lines, 7);
         assert_eq!(first_data_line(text.as_bytes()), Some(FirstLine { line: 3, fields: 4 }));
@@ -493,6 +586,36 @@ mod tests {
         assert_eq!(run("1 1 18446744073709551615 1\n", 3).unwrap().max[2], u64::MAX);
         let err = parse::<f64>(b"1 1 5 1\n", 3, Some(&[1, 1, 4]), &|_| {}).unwrap_err();
         assert!(err.message.contains("outside --shape's extent 4"), "{err:?}");
+    }
+
+    #[test]
+    fn values_are_each_types_little_endian_bytes_whatever_the_chunks() {
+        fn check<V: TnsValue>(tokens: &[&str], want: Vec<u8>) {
+            // Whole bytes per value: two values take twice one value's bytes.
+            assert_eq!(V::TYPE.values_len(2), Some(2 * V::SIZE as u64), "{}", V::TYPE);
+            let mut text = String::new();
+            for (i, token) in tokens.iter().enumerate() {
+                if i % 2 == 0 {
+                    text.push_str("# gap\n\n");
+                }
+                text.push_str(&format!("{} 1 {token}\n", i + 1));
+            }
+            for target in [1, 9, 1 << 20] {
+                let p = parse_in_chunks::<V>(text.as_bytes(), 2, None, &|_| {}, target).unwrap();
+                assert_eq!(p.values, want, "{} {target}", V::TYPE);
+                assert_eq!(p.len(), tokens.len());
+                assert_eq!(p.columns, [(0..tokens.len() as u64).collect(), vec![0; tokens.len()]]);
+            }
+        }
+        macro_rules! each_type {
+            ($tokens:expr; $($t:ty),*) => {$(
+                let want = $tokens.iter().flat_map(|t| t.parse::<$t>().unwrap().to_le_bytes()).collect();
+                check::<$t>(&$tokens, want);
+            )*};
+        }
+        each_type!(["0", "1", "7", "100", "127", "42"]; f64, f32, i64, i32, i16, i8, u64, u32, u16, u8);
+        each_type!(["-2.5", "0.1", "1e-7", "-0", "3"]; f64, f32);
+        check::<Bool>(&["1", "0", "1", "1", "0"], vec![1, 0, 1, 1, 0]);
     }
 
     #[test]
@@ -543,7 +666,10 @@ mod tests {
             for rank in [1, 3, 4] {
                 for target in [1, 7, 1 << 20] {
                     match parse_in_chunks::<f64>(&bytes, rank, None, &|_| {}, target) {
-                        Ok(p) => assert!(p.len() as u64 <= lines && p.coords.len() == p.len() * rank),
+                        Ok(p) => {
+                            assert!(p.len() as u64 <= lines && p.values.len() == p.len() * 8);
+                            assert!(p.columns.len() == rank && p.columns.iter().all(|c| c.len() == p.len()));
+                        }
                         Err(e) => assert!(e.line >= 1 && e.line <= lines, "{e:?}"),
                     }
                 }
@@ -563,7 +689,9 @@ mod tests {
             text.push_str(&format!("{} {} {} {}.5\n", i % 13 + 1, i % 17 + 1, i + 1, i));
         }
         let b = text.as_bytes();
-        let whole = parse_chunk::<f64>(b, 3, None, 0, &mut vec![0; 3 * 60_000], &mut vec![0.0; 60_000]);
+        let mut columns = [vec![0; 60_000], vec![0; 60_000], vec![0; 60_000]];
+        let mut column_slices: Vec<&mut [u64]> = columns.iter_mut().map(Vec::as_mut_slice).collect();
+        let whole = parse_chunk::<f64>(b, None, 0, &mut column_slices, &mut vec![0; 8 * 60_000]);
         assert_eq!(whole.entries, 50_000);
         for target in [1, 100, 4096] {
             let parts = chunks(b, target);
@@ -574,14 +702,15 @@ mod tests {
         for target in [1, 1000, 65_536] {
             let q = parse_in_chunks::<f64>(b, 3, None, &|_| {}, target).unwrap();
             assert!(q.chunks > 1);
-            assert_eq!((&q.coords, &q.values, &q.max, q.lines), (&p.coords, &p.values, &p.max, p.lines));
+            assert_eq!((&q.columns, &q.values, &q.max, q.lines), (&p.columns, &p.values, &p.max, p.lines));
             let bad = format!("{text}1 1 1 x\n1 1 y 1\n");
             let err = parse_in_chunks::<f64>(bad.as_bytes(), 3, None, &|_| {}, target).unwrap_err();
             assert_eq!(err.line, p.lines + 1);
         }
         assert_eq!(p.len(), 50_000);
-        assert_eq!(p.values[49_999], 49_999.5);
-        assert_eq!(&p.coords[3 * 49_999..], &[49_999 % 13, 49_999 % 17, 49_999]);
+        assert_eq!(floats(&p)[49_999], 49_999.5);
+        let last: Vec<u64> = p.columns.iter().map(|c| c[49_999]).collect();
+        assert_eq!(last, [49_999 % 13, 49_999 % 17, 49_999]);
         // A bad line late in the file is found with its number.
         let bad = format!("{text}1 1 1 x\n");
         assert_eq!(run(&bad, 3).unwrap_err().line, p.lines + 1);

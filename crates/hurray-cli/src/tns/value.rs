@@ -15,10 +15,14 @@ use hurray_format::ElementType;
 pub trait TnsValue: Copy + Default + Send + Sync + 'static {
     /// The element type written to the file.
     const TYPE: ElementType;
+    /// Bytes per value in the values buffer (`TYPE`'s size: every type
+    /// `convert` writes takes whole bytes, none packs two values in a byte).
+    const SIZE: usize;
     /// Parses a token (never empty, no whitespace), or says what is wrong.
     fn parse(token: &[u8]) -> Result<Self, String>;
-    /// The values as the little-endian bytes of the values buffer.
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]>;
+    /// Writes the value's little-endian bytes into `slot` (`SIZE` bytes), so
+    /// that the parser fills the values buffer itself and nothing converts it after.
+    fn write_le(self, slot: &mut [u8]);
 }
 
 /// Powers of ten exactly representable in `f64`.
@@ -34,75 +38,66 @@ const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 
 /// (more digits, `inf`, `nan`, junk), which the slow path then judges.
 #[inline]
 fn decimal(t: &[u8]) -> Option<(bool, u64, i32)> {
-    let mut i = 0;
-    let negative = match t.first() {
-        Some(b'-') => {
-            i = 1;
-            true
-        }
-        Some(b'+') => {
-            i = 1;
-            false
-        }
-        _ => false,
-    };
-    let mut mantissa = 0u64;
-    let mut digits = 0u32;
+    let (negative, i) = sign(t, 0);
+    let (mut mantissa, mut count, mut i) = digits(t, i, 0);
     let mut exp = 0i32;
-    while let Some(&c) = t.get(i) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-        digits += 1;
-        i += 1;
-    }
     if t.get(i) == Some(&b'.') {
-        i += 1;
-        while let Some(&c) = t.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-            digits += 1;
-            exp -= 1;
-            i += 1;
-        }
+        // The fraction's digits continue the mantissa, each a power of ten down.
+        let fraction;
+        (mantissa, fraction, i) = digits(t, i + 1, mantissa);
+        count += fraction;
+        exp = -(fraction as i32);
     }
-    if digits == 0 || digits > 19 {
+    if count == 0 || count > 19 {
         return None;
     }
     if matches!(t.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        let negative_exp = match t.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        let mut e = 0i32;
-        while let Some(&c) = t.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 || i - start >= 4 {
-                break;
-            }
-            e = e * 10 + i32::from(d);
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        exp += if negative_exp { -e } else { e };
+        let (e, end) = exponent(t, i + 1)?;
+        exp += e;
+        i = end;
     }
     (i == t.len()).then_some((negative, mantissa, exp))
+}
+
+/// An optional sign at `i`: whether it is `-`, and the index after it.
+#[inline]
+fn sign(t: &[u8], i: usize) -> (bool, usize) {
+    match t.get(i) {
+        Some(b'-') => (true, i + 1),
+        Some(b'+') => (false, i + 1),
+        _ => (false, i),
+    }
+}
+
+/// The decimal digits from `i` appended to `acc` (wrapping: the caller
+/// refuses more than 19 digits, so a wrapped value is never used); returns
+/// the new value, the digit count and the index after the digits.
+#[inline]
+fn digits(t: &[u8], mut i: usize, mut acc: u64) -> (u64, u32, usize) {
+    let start = i;
+    while let Some(d) = t.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+        acc = acc.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    (acc, (i - start) as u32, i)
+}
+
+/// The signed exponent from `i` (just after the `e`) and the index after
+/// it; `None` without digits. At most 4 digits are read, so it cannot
+/// overflow: a fifth is left over, and the token is then refused.
+#[inline]
+fn exponent(t: &[u8], i: usize) -> Option<(i32, usize)> {
+    let (negative, start) = sign(t, i);
+    let mut i = start;
+    let mut e = 0i32;
+    while let Some(d) = t.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+        if i - start >= 4 {
+            break;
+        }
+        e = e * 10 + i32::from(d);
+        i += 1;
+    }
+    (i > start).then_some((if negative { -e } else { e }, i))
 }
 
 fn show(token: &[u8]) -> String {
@@ -131,6 +126,7 @@ fn slow<F: std::str::FromStr + Copy>(
 
 impl TnsValue for f64 {
     const TYPE: ElementType = ElementType::F64;
+    const SIZE: usize = 8;
 
     #[inline]
     fn parse(token: &[u8]) -> Result<Self, String> {
@@ -144,13 +140,15 @@ impl TnsValue for f64 {
         slow(token, f64::is_infinite, "f64")
     }
 
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-        le_bytes(values, |v| v.to_le_bytes())
+    #[inline]
+    fn write_le(self, slot: &mut [u8]) {
+        slot.copy_from_slice(&self.to_le_bytes());
     }
 }
 
 impl TnsValue for f32 {
     const TYPE: ElementType = ElementType::F32;
+    const SIZE: usize = 4;
 
     #[inline]
     fn parse(token: &[u8]) -> Result<Self, String> {
@@ -164,20 +162,9 @@ impl TnsValue for f32 {
         slow(token, f32::is_infinite, "f32")
     }
 
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-        le_bytes(values, |v| v.to_le_bytes())
-    }
-}
-
-/// Native values as little-endian bytes: borrowed on little-endian machines.
-fn le_bytes<T: bytemuck::Pod, const N: usize>(
-    values: &[T],
-    to_le: impl Fn(T) -> [u8; N],
-) -> std::borrow::Cow<'_, [u8]> {
-    if cfg!(target_endian = "little") {
-        std::borrow::Cow::Borrowed(bytemuck::cast_slice(values))
-    } else {
-        std::borrow::Cow::Owned(values.iter().flat_map(|&v| to_le(v)).collect())
+    #[inline]
+    fn write_le(self, slot: &mut [u8]) {
+        slot.copy_from_slice(&self.to_le_bytes());
     }
 }
 
@@ -215,6 +202,7 @@ macro_rules! integer_value {
     ($($t:ty => $tag:ident),*) => {$(
         impl TnsValue for $t {
             const TYPE: ElementType = ElementType::$tag;
+            const SIZE: usize = std::mem::size_of::<$t>();
 
             #[inline]
             fn parse(token: &[u8]) -> Result<Self, String> {
@@ -223,8 +211,9 @@ macro_rules! integer_value {
                 Ok(v as $t)
             }
 
-            fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-                le_bytes(values, |v| v.to_le_bytes())
+            #[inline]
+            fn write_le(self, slot: &mut [u8]) {
+                slot.copy_from_slice(&self.to_le_bytes());
             }
         }
     )*};
@@ -237,6 +226,7 @@ pub struct Bool(pub u8);
 
 impl TnsValue for Bool {
     const TYPE: ElementType = ElementType::Bool;
+    const SIZE: usize = 1;
 
     fn parse(token: &[u8]) -> Result<Self, String> {
         match integer(token, "bool", 0, 1) {
@@ -245,8 +235,9 @@ impl TnsValue for Bool {
         }
     }
 
-    fn to_le_bytes(values: &[Self]) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Owned(values.iter().map(|b| b.0).collect())
+    #[inline]
+    fn write_le(self, slot: &mut [u8]) {
+        slot[0] = self.0;
     }
 }
 
@@ -279,6 +270,11 @@ mod tests {
             "4.35",
             "1e22",
             "1e23",
+            "1.5e-3",
+            "-.5e+2",
+            "2.5E+01",
+            "1e0022",
+            "7e00001",
         ] {
             let want: f64 = text.parse().unwrap();
             assert_eq!(f64::parse(text.as_bytes()).unwrap().to_bits(), want.to_bits(), "{text}");
