@@ -1,10 +1,9 @@
 //! `hurray convert IN.tns -o OUT.hurray`: read, parse, build, write.
 
-use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use csf_build::{BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, StatisticsSection};
+use csf_build::{BuildError, Built, Duplicates, ModeOrderPolicy, Options, OwnedCoo, StatisticsSection};
 use hurray_format::limits::RankError;
 use hurray_format::ElementType;
 
@@ -232,20 +231,13 @@ impl TypedConvert<'_> {
         let options = options(args);
         let clock = Clock::start();
         let spinner = Progress::spinner(show, "building");
-        // The parser's columns and value bytes are what the builder takes: no copy.
-        let column_slices = parsed.column_slices();
-        let coo = Coo {
-            shape: &shape,
-            indices: Indices::Columnar(&column_slices),
-            element_type: V::TYPE,
-            values: Cow::Borrowed(&parsed.values),
-        };
-        let built = csf_build::build(&coo, &options);
+        // The parser's columns and value bytes are the builder's to keep: input
+        // in storage order keeps its leaf column and values as the tensor's.
+        let tns::Parsed { columns, values, .. } = parsed;
+        let coo = OwnedCoo { shape, columns, element_type: V::TYPE, values };
+        let built = csf_build::build_owned(coo, &options);
         spinner.finish();
         timings.build = clock.stop();
-        drop(coo);
-        drop(column_slices);
-        drop(parsed);
         let built = built.map_err(|e| build_error(path, e))?;
         timings.nnz = built.tensor.view().nnz();
         Ok(built)

@@ -29,7 +29,7 @@ impl<'j> Keyer<'j> {
         keyer
     }
 
-    /// The key of an entry whose coordinate of dimension `d` is `coord(d)`,
+    /// The key of an entry whose coordinate at level `l` is `coord(l)`,
     /// from its first `levels` levels (the others' bits clear), with the
     /// position bits clear (the sort fills them in), and whether those
     /// coordinates are inside the shape. The per-level widths are
@@ -43,7 +43,7 @@ impl<'j> Keyer<'j> {
         let mut key = K::default();
         let mut ok = true;
         for level in 0..levels {
-            let c = coord(self.dims[level]);
+            let c = coord(level);
             ok &= c < self.extents[level];
             key = key.shl_or(self.bits[level], c & layout.mask[level]);
         }
@@ -66,7 +66,7 @@ impl<'j> Keyer<'j> {
                 for (entry, row) in range.zip(rows) {
                     // Bounds first: a coordinate outside the shape is an
                     // input error even on an entry that is dropped as zero.
-                    let (key, in_bounds) = self.pack(levels, |d| row[d]);
+                    let (key, in_bounds) = self.pack(levels, |l| row[self.dims[l]]);
                     ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
@@ -75,10 +75,17 @@ impl<'j> Keyer<'j> {
                 }
             }
             Indices::Columnar(cols) => {
+                // The range of each level's column, sliced once: one load per
+                // coordinate, not two and two bounds checks.
+                let mut by_level: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
+                for (level, column) in by_level.iter_mut().enumerate().take(levels) {
+                    *column = &cols[self.dims[level]][range.clone()];
+                }
+                let start = range.start;
                 for entry in range {
                     // Bounds first: a coordinate outside the shape is an
                     // input error even on an entry that is dropped as zero.
-                    let (key, in_bounds) = self.pack(levels, |d| cols[d][entry]);
+                    let (key, in_bounds) = self.pack(levels, |l| by_level[l][entry - start]);
                     ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
