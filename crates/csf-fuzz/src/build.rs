@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use arbitrary::{Result, Unstructured};
 use csf_build::{
-    BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions,
+    BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo, Quantize, ReorderOptions,
 };
 use csf_core::{CsfView, Values};
 use hurray_format::{Container, ElementType, Packing, QuantScheme};
@@ -257,6 +257,23 @@ pub(crate) fn roundtrip(case: &Case, u: &mut Unstructured<'_>) {
         values: Cow::Borrowed(&case.values),
     };
     let result = csf_build::build(&coo, &case.options);
+    // The owned build (which builds sorted input over the input's own
+    // arrays, and restores them when it gives up) must agree exactly.
+    let owned = OwnedCoo {
+        shape: case.shape.clone(),
+        columns,
+        element_type: case.element_type,
+        values: case.values.clone(),
+    };
+    match (csf_build::build_owned(owned, &case.options), &result) {
+        (Ok(a), Ok(b)) => assert!(
+            a.tensor == b.tensor && a.removed == b.removed && a.auto == b.auto,
+            "build_owned built another tensor"
+        ),
+        // Debug forms: an error may carry a NaN.
+        (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "build_owned failed otherwise"),
+        (a, b) => panic!("build_owned returned {a:?}, build {b:?}"),
+    }
     match (expect(case), result) {
         (Expect::CannotSum, Err(BuildError::CannotSum(ty))) => assert_eq!(ty, case.element_type),
         (Expect::OutOfBounds { first_bad }, Err(BuildError::OutOfBounds { entry, dim, coord, extent })) => {
