@@ -26,9 +26,11 @@ use crate::{
     check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo, Source,
 };
 
-/// The most entries the presorted path takes when the build could use
-/// several threads: below this the radix sort's chunks are too few to gain
-/// from them (measured on 100k-entry real tensors).
+/// The most entries the presorted path's scan for strays takes when the
+/// build could use several threads: above, the radix sort's parallel passes
+/// are faster on nearly sorted input. Input fully in storage order takes
+/// the one-pass walk at any size: one thread's walk costs about what two
+/// threads' sort does in wall time, and half its CPU (docs/benchmarks.md).
 const PRESORTED_PARALLEL_MAX: usize = 1 << 17;
 
 /// Builds a CSF tensor from COO input.
@@ -99,7 +101,7 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
         };
         let plan = Plan::new(&coo, options, None)?;
         if !plan.slots.is_input() {
-            return plan.build(options, true);
+            return plan.build(options, Presort::Any);
         }
         (plan.mode_order, plan.auto)
     };
@@ -126,7 +128,7 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
             let removed = (len - leaves) as u64;
             assemble(Assembly { element_type, shape, mode_order, auto, levels, values, removed }, options)
         }
-        presorted::Adoption::Declined { read, kept } => {
+        presorted::Adoption::Declined { read, kept, in_order } => {
             // The input (its first `read` entries restored as the `kept`
             // they merged into) built by the other paths, in the order
             // already chosen; entry positions and counts given as the
@@ -139,7 +141,9 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
                 element_type,
                 values: values.as_slice().into(),
             };
-            let built = Plan::new(&coo, options, Some((mode_order, auto)))?.build(options, true);
+            // An input found out of order does not try the one-pass walk again.
+            let presort = if in_order { Presort::Any } else { Presort::Disordered };
+            let built = Plan::new(&coo, options, Some((mode_order, auto)))?.build(options, presort);
             match built {
                 Ok(built) => Ok(Built { removed: built.removed + merged as u64, ..built }),
                 Err(BuildError::OutOfBounds { entry, dim, coord, extent }) if entry >= kept => {
@@ -153,7 +157,19 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
 
 /// [`build`], with the presorted path allowed or not (the tests compare the two).
 pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Result<Built, BuildError> {
+    let presort = if presort { Presort::Any } else { Presort::Off };
     Plan::new(coo, options, None)?.build(options, presort)
+}
+
+/// What a build knows of its input's order, for the presorted paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Presort {
+    /// Nothing: every path that fits may run.
+    Any,
+    /// It is not in storage order (the strays may still be few).
+    Disordered,
+    /// The presorted paths are not to run (the tests compare the sort's output with theirs).
+    Off,
 }
 
 /// A build's checked input and chosen mode order.
@@ -190,7 +206,7 @@ impl<'a> Plan<'a> {
         Ok(Plan { shape: coo.shape, element_type: coo.element_type, source, slots, mode_order, auto })
     }
 
-    fn build(self, options: &Options, presort: bool) -> Result<Built, BuildError> {
+    fn build(self, options: &Options, presort: Presort) -> Result<Built, BuildError> {
         let (levels, values) = build_levels(&self.source, &self.slots, &self.mode_order, options, presort)?;
         let removed = (self.source.len - values.len() / self.slots.width.max(1)) as u64;
         let values = self.slots.pack(values);
@@ -285,16 +301,20 @@ fn build_levels(
     slots: &Slots<'_>,
     mode_order: &[u32],
     options: &Options,
-    presort: bool,
+    presort: Presort,
 ) -> Result<Output, BuildError> {
     let extents: Vec<u64> = mode_order.iter().map(|&d| source.shape[d as usize]).collect();
     let layout = Layout::new(&extents, source.len);
     // The presorted path is one thread's walk: with more threads the radix
-    // sort's parallel passes win on large inputs (docs/benchmarks.md).
+    // sort's parallel passes win on large inputs that are only nearly sorted.
     let one_thread = !options.parallel || rayon::current_num_threads() == 1;
-    if presort && (one_thread || source.len <= PRESORTED_PARALLEL_MAX) {
+    let paths = presorted::Paths {
+        one_pass: presort != Presort::Off && presort != Presort::Disordered,
+        strays: presort != Presort::Off && (one_thread || source.len <= PRESORTED_PARALLEL_MAX),
+    };
+    if paths.one_pass || paths.strays {
         let input = presorted::Input { source, slots, mode_order, options };
-        if let Some(output) = presorted::try_build(&input)? {
+        if let Some(output) = presorted::try_build(&input, paths)? {
             return Ok(output);
         }
     }

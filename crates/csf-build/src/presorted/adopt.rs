@@ -46,10 +46,12 @@ pub(crate) enum Adoption {
     /// of the column of `mode_order[rank - 1]` and of the values are the
     /// leaves.
     Built { levels: Levels, leaves: usize },
-    /// It was not: of the first `read` entries, the `kept` entries they
-    /// merged into now stand in their place, the unread ones after them
-    /// (the input is `read - kept` entries shorter).
-    Declined { read: usize, kept: usize },
+    /// It was not taken: of the first `read` entries, the `kept` entries
+    /// they merged into now stand in their place, the unread ones after
+    /// them (the input is `read - kept` entries shorter). `in_order`: the
+    /// walk stopped for the duplicate policy, not at an entry out of order
+    /// or outside the shape.
+    Declined { read: usize, kept: usize, in_order: bool },
 }
 
 /// Builds the levels above the leaves of `input` when it is in storage
@@ -64,7 +66,7 @@ pub(crate) fn adopt(mut input: OwnedInput<'_>) -> Adoption {
     }
     let len = input.columns.first().map_or(0, Vec::len);
     if !starts_sorted(input.columns, &dims[..rank], &extents[..rank], ONE_PASS_PROBE.min(len)) {
-        return Adoption::Declined { read: 0, kept: 0 };
+        return Adoption::Declined { read: 0, kept: 0, in_order: false };
     }
     let mut tree = Tree::zeroed_above_leaves(&node_bounds(&extents[..rank], len));
     let walked = match rank {
@@ -81,7 +83,7 @@ pub(crate) fn adopt(mut input: OwnedInput<'_>) -> Adoption {
             if leaves < read {
                 restore(input, &levels, &dims[..rank], read, leaves);
             }
-            Adoption::Declined { read, kept: leaves }
+            Adoption::Declined { read, kept: leaves, in_order: walked.in_order }
         }
     }
 }
@@ -101,6 +103,8 @@ struct Walked {
     opened: [usize; MAX_RANK],
     /// The entry it gave up at, if it did.
     stopped_at: Option<usize>,
+    /// Whether the entries up to that one are in storage order.
+    in_order: bool,
 }
 
 /// [`walk`] for rank `R` (0: any), with the value width a constant when it
@@ -134,7 +138,7 @@ fn walk<const R: usize, const W: usize>(
     let rank = if R == 0 { input.mode_order.len() } else { R };
     let leaf = rank - 1;
     let Packing::Bytes(width) = input.element_type.packing() else {
-        return Walked { opened: [0; MAX_RANK], stopped_at: Some(0) };
+        return Walked { opened: [0; MAX_RANK], stopped_at: Some(0), in_order: false };
     };
     let width = if W == 0 { usize::from(width) } else { W };
     let (policy, drop_zeros) = (input.options.duplicates, input.options.drop_zeros);
@@ -159,7 +163,11 @@ fn walk<const R: usize, const W: usize>(
     let values = &mut *input.values;
     let mut opened = [0usize; MAX_RANK];
     let mut last = [0u64; MAX_RANK];
-    let stop = |entry: usize, opened: [usize; MAX_RANK]| Walked { opened, stopped_at: Some(entry) };
+    let stop = |entry: usize, opened: [usize; MAX_RANK], in_order: bool| Walked {
+        opened,
+        stopped_at: Some(entry),
+        in_order,
+    };
     // Every entry overwrites the first `rank` words (zeroing it per entry
     // cost a `memset` call each).
     let mut tuple = [0u64; MAX_RANK];
@@ -176,18 +184,18 @@ fn walk<const R: usize, const W: usize>(
         // (`rank`: the same tuple); every level for the first kept entry.
         let split = if kept > 0 { (0..rank).find(|&l| tuple[l] != last[l]).unwrap_or(rank) } else { 0 };
         if !inside || (split < rank && tuple[split] < last[split] && kept > 0) {
-            return stop(entry, opened);
+            return stop(entry, opened, false);
         }
         let value = entry * width..(entry + 1) * width;
         if drop_zeros && is_zero(input.element_type, &values[value.clone()]) {
             if !may_drop {
-                return stop(entry, opened);
+                return stop(entry, opened, true);
             }
             continue;
         }
         if split == rank {
             if !may_merge {
-                return stop(entry, opened);
+                return stop(entry, opened, true);
             }
             let (head, tail) = values.split_at_mut(entry * width);
             let into = &mut head[(kept - 1) * width..kept * width];
@@ -213,7 +221,7 @@ fn walk<const R: usize, const W: usize>(
             copy_slot::<W>(&mut head[kept * width..(kept + 1) * width], &tail[..width]);
         }
     }
-    Walked { opened, stopped_at: None }
+    Walked { opened, stopped_at: None, in_order: true }
 }
 
 /// Puts the `kept` leaves of a walk that gave up at entry `read` in place

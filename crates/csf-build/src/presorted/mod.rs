@@ -59,10 +59,19 @@ pub(crate) struct Input<'j> {
     pub(crate) options: &'j Options,
 }
 
-/// Builds the tree without a sort when the input is (nearly) in storage
-/// order; `Ok(None)` when it is not, or when a coordinate lies outside the
-/// shape (the sorted path reports which).
-pub(crate) fn try_build(input: &Input<'_>) -> Result<Option<Output>, BuildError> {
+/// Which of the presorted paths a build tries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Paths {
+    /// The one-pass walk of input in storage order.
+    pub(crate) one_pass: bool,
+    /// The scan that sets strays aside, for input nearly in order.
+    pub(crate) strays: bool,
+}
+
+/// Builds the tree without a sort when the input is in storage order, or
+/// nearly, by the `paths` allowed; `Ok(None)` when it is not, or when a
+/// coordinate lies outside the shape (the sorted path reports which).
+pub(crate) fn try_build(input: &Input<'_>, paths: Paths) -> Result<Option<Output>, BuildError> {
     let mut dims = [0usize; MAX_RANK];
     dims.iter_mut().zip(input.mode_order).for_each(|(d, &m)| *d = m as usize);
     let rank = input.mode_order.len();
@@ -73,10 +82,10 @@ pub(crate) fn try_build(input: &Input<'_>) -> Result<Option<Output>, BuildError>
     // their sizes the per-entry loop overhead is most of the cost); the
     // others share one with the rank read at run time (`R = 0`).
     match rank {
-        3 => walk::<3>(input, rank, dims, extents),
-        4 => walk::<4>(input, rank, dims, extents),
-        5 => walk::<5>(input, rank, dims, extents),
-        _ => walk::<0>(input, rank, dims, extents),
+        3 => walk::<3>(input, rank, dims, extents, paths),
+        4 => walk::<4>(input, rank, dims, extents, paths),
+        5 => walk::<5>(input, rank, dims, extents, paths),
+        _ => walk::<0>(input, rank, dims, extents, paths),
     }
 }
 
@@ -86,13 +95,14 @@ fn walk<const R: usize>(
     rank: usize,
     dims: [usize; MAX_RANK],
     extents: [u64; MAX_RANK],
+    paths: Paths,
 ) -> Result<Option<Output>, BuildError> {
     match input.source.indices {
         Indices::RowMajor(flat) => {
-            Walk::<_, R> { input, tuples: Rows::<R> { flat, rank, dims }, rank, extents }.build()
+            Walk::<_, R> { input, tuples: Rows::<R> { flat, rank, dims }, rank, extents }.build(paths)
         }
         Indices::Columnar(cols) => {
-            Walk::<_, R> { input, tuples: Columns { cols, dims }, rank, extents }.build()
+            Walk::<_, R> { input, tuples: Columns { cols, dims }, rank, extents }.build(paths)
         }
     }
 }
@@ -194,7 +204,10 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
         !self.input.options.drop_zeros || !self.input.slots.is_zero(entry)
     }
 
-    fn build(&self) -> Result<Option<Output>, BuildError> {
+    fn build(&self, paths: Paths) -> Result<Option<Output>, BuildError> {
+        if !paths.one_pass {
+            return if paths.strays { self.with_strays() } else { Ok(None) };
+        }
         // Sorted input is built in one pass; the first entry out of order
         // (random input meets one within a few entries) hands over to the
         // scan, which can set strays aside.
@@ -206,7 +219,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
             8 => self.one_pass::<8>(),
             _ => self.one_pass::<0>(),
         }?;
-        if once.is_some() {
+        if once.is_some() || !paths.strays {
             return Ok(once);
         }
         self.with_strays()
