@@ -91,19 +91,18 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
 /// As [`build`].
 pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError> {
     let OwnedCoo { shape, mut columns, element_type, mut values } = coo;
-    let (mode_order, auto) = {
-        let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-        let coo = Coo {
-            shape: &shape,
-            indices: Indices::Columnar(&refs),
-            element_type,
-            values: values.as_slice().into(),
-        };
-        let plan = Plan::new(&coo, options, None)?;
-        if !plan.slots.is_input() {
-            return plan.build(options, Presort::Any);
+    let first = with_borrowed(&shape, &columns, element_type, &values, |coo| {
+        let plan = Plan::new(coo, options, None)?;
+        if plan.slots.is_input() {
+            Ok(Err((plan.mode_order, plan.auto)))
+        } else {
+            plan.build(options, Presort::Any).map(Ok)
         }
-        (plan.mode_order, plan.auto)
+    })?;
+    // A tensor, or the mode order for the walk over the input's own arrays.
+    let (mode_order, auto) = match first {
+        Ok(built) => return Ok(built),
+        Err(chosen) => chosen,
     };
     let input = presorted::OwnedInput {
         shape: &shape,
@@ -132,18 +131,13 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
             // The input (its first `read` entries restored as the `kept`
             // they merged into) built by the other paths, in the order
             // already chosen; entry positions and counts given as the
-            // caller's.
+            // caller's. An input found out of order does not try the
+            // one-pass walk again.
             let merged = read - kept;
-            let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-            let coo = Coo {
-                shape: &shape,
-                indices: Indices::Columnar(&refs),
-                element_type,
-                values: values.as_slice().into(),
-            };
-            // An input found out of order does not try the one-pass walk again.
             let presort = if in_order { Presort::Any } else { Presort::Disordered };
-            let built = Plan::new(&coo, options, Some((mode_order, auto)))?.build(options, presort);
+            let built = with_borrowed(&shape, &columns, element_type, &values, |coo| {
+                Plan::new(coo, options, Some((mode_order, auto)))?.build(options, presort)
+            });
             match built {
                 Ok(built) => Ok(Built { removed: built.removed + merged as u64, ..built }),
                 Err(BuildError::OutOfBounds { entry, dim, coord, extent }) if entry >= kept => {
@@ -153,6 +147,18 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
             }
         }
     }
+}
+
+/// `f` of the owned arrays as a borrowed [`Coo`].
+fn with_borrowed<R>(
+    shape: &[u64],
+    columns: &[Vec<u64>],
+    element_type: hurray_format::ElementType,
+    values: &[u8],
+    f: impl FnOnce(&Coo<'_>) -> R,
+) -> R {
+    let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+    f(&Coo { shape, indices: Indices::Columnar(&refs), element_type, values: values.into() })
 }
 
 /// [`build`], with the presorted path allowed or not (the tests compare the two).
