@@ -198,12 +198,12 @@ fn options_strategy(rank: usize) -> impl Strategy<Value = Options> {
     )
 }
 
-/// A random tensor: rank 3 to 5, small extents (so duplicates happen),
+/// A random tensor: rank 3 to 6 (6: the walk made for any rank), small extents (so duplicates happen),
 /// entries in any order, or sorted in identity order (then sometimes made
 /// strictly sorted, or spoilt late by an entry out of order or outside the
 /// shape, after the walk has compacted duplicates and zeros).
 fn coo_strategy() -> impl Strategy<Value = (OwnedCoo, Options)> {
-    (3usize..=5, 0usize..80, 0..TYPES.len(), 0u8..5, any::<prop::sample::Index>())
+    (3usize..=6, 0usize..80, 0..TYPES.len(), 0u8..5, any::<prop::sample::Index>())
         .prop_flat_map(|(rank, n, ty, arrangement, late)| {
             let shape = proptest::collection::vec(1u64..6, rank);
             let entries =
