@@ -87,12 +87,6 @@ impl<'a> Slots<'a> {
         out
     }
 
-    /// Adds entry `src`'s value into the slot `dst` of `out`.
-    pub(crate) fn add_into(&self, out: &mut [u8], dst: usize, src: usize) -> Result<(), BuildError> {
-        let w = self.width;
-        self.add_slot(&mut out[dst * w..(dst + 1) * w], self.slot(src))
-    }
-
     /// Adds the value in slot `b` into slot `a`.
     pub(crate) fn add_slot(&self, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
         add(self.element_type, a, b)

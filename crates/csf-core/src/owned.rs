@@ -128,12 +128,14 @@ pub struct OwnedCsfBuilder {
 impl OwnedCsfBuilder {
     /// `mode_order[L]`: the logical dimension stored at level `L`. Default:
     /// the identity.
+    #[inline]
     pub fn mode_order(mut self, mode_order: Vec<u32>) -> Self {
         self.mode_order = Some(mode_order);
         self
     }
 
     /// The descriptor's `nnz`. Default: the leaf level's node count.
+    #[inline]
     pub fn nnz(mut self, nnz: u64) -> Self {
         self.nnz = Some(nnz);
         self
@@ -141,6 +143,7 @@ impl OwnedCsfBuilder {
 
     /// The levels, outermost first, as ordinary (native) `u64`s. Required:
     /// one per dimension.
+    #[inline]
     pub fn levels(mut self, levels: Vec<OwnedLevel>) -> Self {
         self.levels = levels;
         self
@@ -148,6 +151,7 @@ impl OwnedCsfBuilder {
 
     /// The values buffer, packed as the element type prescribes. Required,
     /// even when empty.
+    #[inline]
     pub fn values(mut self, values: Vec<u8>) -> Self {
         self.values = Some(values);
         self
@@ -155,6 +159,7 @@ impl OwnedCsfBuilder {
 
     /// Declares the values quantized (the values buffer holds the codes).
     /// Default: not quantized.
+    #[inline]
     pub fn quantization(mut self, quantization: OwnedQuantization) -> Self {
         self.quantization = Some(quantization);
         self
@@ -166,19 +171,18 @@ impl OwnedCsfBuilder {
     ///
     /// # Errors
     /// As [`ViewBuilder::build`](crate::ViewBuilder::build).
+    #[inline]
     pub fn build(self) -> Result<OwnedCsf, PartsError> {
         let rank = self.shape.len();
         let order_len = self.mode_order.as_ref().map(Vec::len);
         crate::parts::check_parts(rank, order_len, self.levels.len(), self.values.is_some())?;
-        let to_le = |mut v: Vec<u64>| {
-            if cfg!(target_endian = "big") {
-                v.iter_mut().for_each(|x| *x = x.to_le());
+        let mut levels = self.levels;
+        if cfg!(target_endian = "big") {
+            for level in &mut levels {
+                level.pos.iter_mut().chain(&mut level.crd).for_each(|x| *x = x.to_le());
             }
-            v
-        };
-        let leaves = self.levels.last().map_or(0, |l| l.crd.len());
-        let levels =
-            self.levels.into_iter().map(|l| OwnedLevel { pos: to_le(l.pos), crd: to_le(l.crd) }).collect();
+        }
+        let leaves = levels.last().map_or(0, |l| l.crd.len());
         Ok(OwnedCsf {
             element_type: self.element_type,
             mode_order: self.mode_order.unwrap_or_else(|| (0..rank as u32).collect()),
@@ -194,6 +198,7 @@ impl OwnedCsfBuilder {
 impl OwnedCsf {
     /// A builder for a tensor of `element_type` and logical `shape` from
     /// owned arrays; see [`OwnedCsfBuilder`].
+    #[inline]
     pub fn builder(element_type: ElementType, shape: Vec<u64>) -> OwnedCsfBuilder {
         OwnedCsfBuilder {
             element_type,

@@ -5,7 +5,8 @@
 //! The radix path's phases each have a module: `keyer` makes the keys,
 //! `radix` sorts and tallies them, `plan` places every chunk of sorted keys
 //! in the output, `fill` writes the chunks. Keys too wide for a `u128` take
-//! `comparison` instead, and input already in storage order `presorted`.
+//! `comparison` instead, input already in storage order `presorted`, and
+//! inputs of at most 64 entries `small`.
 
 mod comparison;
 mod fill;
@@ -13,6 +14,7 @@ mod keyer;
 mod plan;
 mod radix;
 mod reorder;
+mod small;
 
 pub use reorder::{reorder, ReorderOptions};
 
@@ -161,7 +163,8 @@ fn with_borrowed<R>(
     f(&Coo { shape, indices: Indices::Columnar(&refs), element_type, values: values.into() })
 }
 
-/// [`build`], with the presorted path allowed or not (the tests compare the two).
+/// [`build`], with the shortcuts (the small-input and presorted paths)
+/// allowed or not: without them, the sort alone (the tests compare the two).
 pub(crate) fn build_with(coo: &Coo<'_>, options: &Options, presort: bool) -> Result<Built, BuildError> {
     let presort = if presort { Presort::Any } else { Presort::Off };
     Plan::new(coo, options, None)?.build(options, presort)
@@ -174,7 +177,8 @@ enum Presort {
     Any,
     /// It is not in storage order (the strays may still be few).
     Disordered,
-    /// The presorted paths are not to run (the tests compare the sort's output with theirs).
+    /// The shortcuts (the small-input and presorted paths) are not to run
+    /// (the tests compare the sort's output with theirs).
     Off,
 }
 
@@ -300,8 +304,9 @@ fn mode_order_of(
 }
 
 /// The levels and values in `mode_order`, by the cheapest path that can take
-/// the input: the presorted walk, the radix sort on the narrowest key type
-/// that holds a key, or the comparison sort.
+/// the input: a sort of packed keys for a small input, the presorted walk,
+/// the radix sort on the narrowest key type that holds a key, or the
+/// comparison sort.
 fn build_levels(
     source: &Source<'_>,
     slots: &Slots<'_>,
@@ -309,6 +314,11 @@ fn build_levels(
     options: &Options,
     presort: Presort,
 ) -> Result<Output, BuildError> {
+    if presort != Presort::Off {
+        if let Some(output) = small::try_build(source, slots, mode_order, options) {
+            return output;
+        }
+    }
     let extents: Vec<u64> = mode_order.iter().map(|&d| source.shape[d as usize]).collect();
     let layout = Layout::new(&extents, source.len);
     // The presorted path is one thread's walk: with more threads the radix

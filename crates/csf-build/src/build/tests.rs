@@ -244,3 +244,120 @@ fn a_parts_error_keeps_its_cause() {
     assert_eq!(source.to_string(), cause.to_string());
     assert!(error.to_string().contains("mode_order has 2 entries"), "{error}");
 }
+
+/// Value bytes of `element_type` for the small codes `codes` (0 to 3): a
+/// zero now and then for `drop_zeros`, and sums that stay exact.
+fn encode(element_type: ElementType, codes: &[u8]) -> Vec<u8> {
+    use hurray_format::Packing;
+    match element_type.packing() {
+        Packing::SubByte { .. } => codes.chunks(2).map(|c| c[0] | c.get(1).map_or(0, |h| h << 4)).collect(),
+        Packing::Bytes(width) => codes
+            .iter()
+            .flat_map(|&c| {
+                let mut bytes = match element_type {
+                    ElementType::F64 => f64::from(c).to_le_bytes().to_vec(),
+                    ElementType::F32 => f32::from(c).to_le_bytes().to_vec(),
+                    ElementType::F16 => [0u16, 0x3c00, 0x4000, 0x4200][usize::from(c)].to_le_bytes().to_vec(),
+                    ElementType::BF16 => {
+                        [0u16, 0x3f80, 0x4000, 0x4040][usize::from(c)].to_le_bytes().to_vec()
+                    }
+                    _ => vec![c],
+                };
+                bytes.resize(usize::from(width), 0);
+                bytes
+            })
+            .collect(),
+    }
+}
+
+/// One random small input (at most `SMALL_INPUT` entries) and options.
+fn small_case(seed: u64) -> (Vec<u64>, Vec<u64>, ElementType, Vec<u8>, Options, bool) {
+    let mut rng = csf_testdata::Rng::new(seed);
+    let rank = 3 + rng.below(4) as usize;
+    // Tiny extents (many duplicates), medium ones, and ones that need `u128`
+    // keys (rank 3) or are too wide for the small path's keys (rank 4 up).
+    let extent = |rng: &mut csf_testdata::Rng| match rng.below(4) {
+        0 | 1 => 1 + rng.below(4),
+        2 => 1 + rng.below(1000),
+        _ => (1 << 39) + rng.below(1 << 39),
+    };
+    let shape: Vec<u64> = (0..rank).map(|_| extent(&mut rng)).collect();
+    let n = rng.below(comparison_small_input() as u64 + 1) as usize;
+    // Now and then one coordinate on the shape's edge, outside it.
+    let outside = rng.below(8) == 0;
+    let mut indices: Vec<u64> = (0..n * rank).map(|i| rng.below(shape[i % rank])).collect();
+    if outside && n > 0 {
+        let at = rng.below((n * rank) as u64) as usize;
+        indices[at] = shape[at % rank];
+    }
+    let types = [
+        ElementType::F64,
+        ElementType::F32,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::I8,
+        ElementType::I32,
+        ElementType::U64,
+        ElementType::Bool,
+        ElementType::F8E4M3,
+        ElementType::F6E2M3,
+        ElementType::U4,
+        ElementType::F4E2M1,
+    ];
+    let element_type = types[rng.below(types.len() as u64) as usize];
+    let codes: Vec<u8> = (0..n).map(|_| rng.below(4) as u8).collect();
+    let values = encode(element_type, &codes);
+    let mode_order = match rng.below(3) {
+        0 => ModeOrderPolicy::Identity,
+        1 => {
+            let orders = csf_testdata::permutations(rank as u32);
+            ModeOrderPolicy::Explicit(orders[rng.below(orders.len() as u64) as usize].clone())
+        }
+        _ => ModeOrderPolicy::Auto,
+    };
+    let duplicates =
+        [Duplicates::Error, Duplicates::Sum, Duplicates::Last, Duplicates::First][rng.below(4) as usize];
+    let quantize = match rng.below(4) {
+        0 => Some(crate::Quantize::PerTensor { dtype: ElementType::I8, zero_point: false }),
+        1 => Some(crate::Quantize::PerBlock { block_size: 4, dtype: ElementType::U8, zero_point: true }),
+        _ => None,
+    };
+    let options = Options {
+        mode_order,
+        duplicates,
+        drop_zeros: rng.below(2) == 0,
+        parallel: rng.below(2) == 0,
+        quantize,
+    };
+    (shape, indices, element_type, values, options, rng.below(2) == 0)
+}
+
+fn comparison_small_input() -> usize {
+    small::SMALL_INPUT
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: if cfg!(miri) { 8 } else { 2048 },
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Small inputs build the same bytes on the small-input path as on the
+    /// sort alone (the radix sort, or the comparison sort for keys wider
+    /// than 128 bits), or the same error: every duplicate policy, mode
+    /// order, zero dropping, quantization, element width and key width,
+    /// row-major and columnar.
+    #[test]
+    fn small_inputs_build_what_the_sort_builds(seed in proptest::prelude::any::<u64>()) {
+        let (shape, indices, element_type, values, options, columnar) = small_case(seed);
+        let rank = shape.len();
+        let columns: Vec<Vec<u64>> =
+            (0..rank).map(|d| indices.iter().skip(d).step_by(rank).copied().collect()).collect();
+        let column_refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+        let indices = if columnar { Indices::Columnar(&column_refs) } else { Indices::RowMajor(&indices) };
+        let coo = Coo { shape: &shape, indices, element_type, values: values.into() };
+        let result = |shortcuts| build_with(&coo, &options, shortcuts).map(|b| (b.tensor, b.removed, b.auto));
+        proptest::prop_assert_eq!(result(true), result(false));
+    }
+}
