@@ -7,7 +7,7 @@ use hurray_format::{ElementType, Packing};
 use std::ops::Add;
 
 use crate::sort::copy_slot;
-use crate::BuildError;
+use crate::{BuildError, Duplicates};
 
 /// The input values with one slot of `width` bytes per entry (4-bit types
 /// unpacked to one code per byte).
@@ -87,11 +87,6 @@ impl<'a> Slots<'a> {
         out
     }
 
-    /// Adds the value in slot `b` into slot `a`.
-    pub(crate) fn add_slot(&self, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
-        add(self.element_type, a, b)
-    }
-
     /// Checks up front that duplicates of this type can be summed.
     pub(crate) fn can_sum(&self) -> Result<(), BuildError> {
         match self.element_type {
@@ -138,8 +133,30 @@ pub(crate) fn is_zero(element_type: ElementType, slot: &[u8]) -> bool {
     csf_core::Values::new(element_type, packed).get_raw_f64(0) == Some(0.0)
 }
 
+/// A duplicate's value `slot` meets the value of the leaf it merges into,
+/// `into`, under the policy `First`, `Last` or `Sum` (`Error` is the
+/// caller's to report); both one value of `element_type`, `W` bytes wide
+/// (0: any). Every build path merges duplicates here.
+#[inline(always)]
+pub(crate) fn merge_duplicate<const W: usize>(
+    element_type: ElementType,
+    duplicates: Duplicates,
+    into: &mut [u8],
+    slot: &[u8],
+) -> Result<(), BuildError> {
+    match duplicates {
+        // Sums were checked possible (`Slots::can_sum`) before the build.
+        Duplicates::Sum => add(element_type, into, slot),
+        Duplicates::Last => {
+            copy_slot::<W>(into, slot);
+            Ok(())
+        }
+        Duplicates::First | Duplicates::Error => Ok(()),
+    }
+}
+
 /// Adds the value `b` into `a`, both one value of `element_type`.
-pub(crate) fn add(element_type: ElementType, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
+fn add(element_type: ElementType, a: &mut [u8], b: &[u8]) -> Result<(), BuildError> {
     macro_rules! add {
         ($t:ty, $op:ident) => {{
             let x = <$t>::from_le_bytes(a.try_into().unwrap_or_default());

@@ -4,7 +4,7 @@
 //! order in, each level written in one pass over them.
 
 use super::{check_bounds, BuildJob, Levels, Output};
-use crate::sort::copy_slot;
+use crate::values::merge_duplicate;
 use crate::values::Slots;
 use crate::{BuildError, Duplicates, Source};
 
@@ -149,13 +149,7 @@ impl<E: Fn(usize) -> usize> Tree<'_, E> {
                 continue;
             }
             let at = values.len() - width;
-            let last = &mut values[at..];
-            match duplicates {
-                // The sum was checked possible (`Slots::can_sum`) before the build.
-                Duplicates::Sum => slots.add_slot(last, slot)?,
-                Duplicates::Last => copy_slot::<W>(last, slot),
-                Duplicates::First | Duplicates::Error => {}
-            }
+            merge_duplicate::<W>(slots.element_type, duplicates, &mut values[at..], slot)?;
         }
         Ok(values)
     }

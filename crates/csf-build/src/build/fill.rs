@@ -9,7 +9,8 @@ use rayon::prelude::*;
 
 use crate::key::{Key, Layout};
 use crate::sort::copy_slot;
-use crate::{BuildError, Duplicates};
+use crate::values::merge_duplicate;
+use crate::BuildError;
 
 use super::BuildJob;
 
@@ -156,7 +157,7 @@ impl BuildJob<'_> {
                         Some(k) => &mut values[k * width..(k + 1) * width],
                         None => &mut side_values[last * width..(last + 1) * width],
                     };
-                    self.merge_duplicate::<W>(into, slot)?;
+                    merge_duplicate::<W>(self.slots.element_type, self.options.duplicates, into, slot)?;
                     continue;
                 };
                 open_above(&layout, key, split, leaf, (&mut crd, &mut pos), (&mut count, &mut local));
@@ -177,18 +178,5 @@ impl BuildJob<'_> {
             }
         }
         Ok((side_keys, side_values))
-    }
-
-    /// Applies the duplicate policy to the value slot of a leaf, `into`, and
-    /// `slot`, a later duplicate's; `W` as in `fill`.
-    #[inline(always)]
-    fn merge_duplicate<const W: usize>(&self, into: &mut [u8], slot: &[u8]) -> Result<(), BuildError> {
-        match self.options.duplicates {
-            Duplicates::Sum => self.slots.add_slot(into, slot)?,
-            Duplicates::Last => copy_slot::<W>(into, slot),
-            // `Error` was reported after the sort.
-            Duplicates::First | Duplicates::Error => {}
-        }
-        Ok(())
     }
 }

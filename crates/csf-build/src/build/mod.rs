@@ -184,8 +184,6 @@ enum Presort {
 
 /// A build's checked input and chosen mode order.
 struct Plan<'a> {
-    shape: &'a [u64],
-    element_type: hurray_format::ElementType,
     source: Source<'a>,
     slots: Slots<'a>,
     mode_order: Vec<u32>,
@@ -213,18 +211,16 @@ impl<'a> Plan<'a> {
             Some(chosen) => chosen,
             None => mode_order_of(&source, options)?,
         };
-        Ok(Plan { shape: coo.shape, element_type: coo.element_type, source, slots, mode_order, auto })
+        Ok(Plan { source, slots, mode_order, auto })
     }
 
     fn build(self, options: &Options, presort: Presort) -> Result<Built, BuildError> {
         let (levels, values) = build_levels(&self.source, &self.slots, &self.mode_order, options, presort)?;
         let removed = (self.source.len - values.len() / self.slots.width.max(1)) as u64;
         let values = self.slots.pack(values);
-        let Plan { shape, element_type, mode_order, auto, .. } = self;
-        assemble(
-            Assembly { element_type, shape: shape.to_vec(), mode_order, auto, levels, values, removed },
-            options,
-        )
+        let (element_type, shape) = (self.slots.element_type, self.source.shape.to_vec());
+        let Plan { mode_order, auto, .. } = self;
+        assemble(Assembly { element_type, shape, mode_order, auto, levels, values, removed }, options)
     }
 }
 

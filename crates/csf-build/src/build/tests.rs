@@ -282,7 +282,7 @@ fn small_case(seed: u64) -> (Vec<u64>, Vec<u64>, ElementType, Vec<u8>, Options, 
         _ => (1 << 39) + rng.below(1 << 39),
     };
     let shape: Vec<u64> = (0..rank).map(|_| extent(&mut rng)).collect();
-    let n = rng.below(comparison_small_input() as u64 + 1) as usize;
+    let n = rng.below(small::SMALL_INPUT as u64 + 1) as usize;
     // Now and then one coordinate on the shape's edge, outside it.
     let outside = rng.below(8) == 0;
     let mut indices: Vec<u64> = (0..n * rank).map(|i| rng.below(shape[i % rank])).collect();
@@ -330,10 +330,6 @@ fn small_case(seed: u64) -> (Vec<u64>, Vec<u64>, ElementType, Vec<u8>, Options, 
         quantize,
     };
     (shape, indices, element_type, values, options, rng.below(2) == 0)
-}
-
-fn comparison_small_input() -> usize {
-    small::SMALL_INPUT
 }
 
 proptest::proptest! {

@@ -24,7 +24,7 @@ use hurray_format::{ElementType, Packing};
 
 use super::{node_bounds, Arrays, Levels, Tree, ONE_PASS_PROBE};
 use crate::sort::copy_slot;
-use crate::values::{add, is_zero};
+use crate::values::{is_zero, merge_duplicate};
 use crate::{Duplicates, Options};
 
 /// An owned input, already checked (rank, lengths, sums possible), of an
@@ -199,14 +199,8 @@ fn walk<const R: usize, const W: usize>(
             }
             let (head, tail) = values.split_at_mut(entry * width);
             let into = &mut head[(kept - 1) * width..kept * width];
-            match policy {
-                // Sums were checked possible before the build.
-                Duplicates::Sum => {
-                    let _ = add(input.element_type, into, &tail[..width]);
-                }
-                Duplicates::Last => copy_slot::<W>(into, &tail[..width]),
-                Duplicates::First | Duplicates::Error => {}
-            }
+            // Sums were checked possible before the build: no error here.
+            let _ = merge_duplicate::<W>(input.element_type, policy, into, &tail[..width]);
             continue;
         }
         for level in split..leaf {
@@ -245,7 +239,8 @@ fn restore(input: OwnedInput<'_>, levels: &Levels, dims: &[usize], read: usize, 
         column.copy_within(read..len, kept);
         column.truncate(len - (read - kept));
     }
-    let width = input.values.len().checked_div(len).unwrap_or(0);
-    input.values.copy_within(read * width.., kept * width);
-    input.values.truncate((len - (read - kept)) * width);
+    // The bytes of `n` values (whole bytes each: `adopt` walks no other).
+    let bytes = |n: usize| usize::try_from(input.element_type.values_len(n as u64).unwrap_or(0)).unwrap_or(0);
+    input.values.copy_within(bytes(read).., bytes(kept));
+    input.values.truncate(bytes(len - (read - kept)));
 }

@@ -30,7 +30,7 @@ use std::cmp::Ordering;
 use hurray_format::limits::MAX_RANK;
 
 use crate::sort::copy_slot;
-use crate::values::Slots;
+use crate::values::{merge_duplicate, Slots};
 use crate::{BuildError, Duplicates, Indices, Options, Source};
 
 mod adopt;
@@ -295,7 +295,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 if duplicates == Duplicates::Error {
                     first_duplicate.get_or_insert((prev.unwrap_or(entry), entry));
                 }
-                merge_duplicate::<W>(slots, duplicates, into, slot);
+                merge_duplicate::<W>(slots.element_type, duplicates, into, slot)?;
                 prev = Some(entry);
                 continue;
             }
@@ -342,21 +342,6 @@ fn node_bounds(extents: &[u64], len: usize) -> Vec<usize> {
             bound
         })
         .collect()
-}
-
-/// A duplicate's value `slot` meets the last leaf's value `into` under the
-/// policy `First`, `Last` or `Sum` (`Error` is the caller's to report). `W`
-/// is the value width (0: any).
-#[inline(always)]
-fn merge_duplicate<const W: usize>(slots: &Slots<'_>, duplicates: Duplicates, into: &mut [u8], slot: &[u8]) {
-    match duplicates {
-        // Sums were checked possible (`Slots::can_sum`) before the build.
-        Duplicates::Sum => {
-            let _ = slots.add_slot(into, slot);
-        }
-        Duplicates::Last => copy_slot::<W>(into, slot),
-        Duplicates::First | Duplicates::Error => {}
-    }
 }
 
 /// The output arrays a walk writes into, owned.

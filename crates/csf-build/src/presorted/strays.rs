@@ -5,8 +5,9 @@ use std::cmp::Ordering;
 
 use hurray_format::limits::MAX_RANK;
 
-use super::{merge_duplicate, Arrays, Output, Tree, Tuples, Walk, MAX_STRAYS};
+use super::{Arrays, Output, Tree, Tuples, Walk, MAX_STRAYS};
 use crate::sort::copy_slot;
+use crate::values::merge_duplicate;
 use crate::{BuildError, Duplicates};
 
 /// Why the scan stopped: too many strays, or a coordinate outside the shape.
@@ -173,7 +174,7 @@ impl<T: Tuples, const R: usize> Walk<'_, T, R> {
                 if duplicates == Duplicates::Error {
                     return Err(self.input.source.duplicate(prev.unwrap_or(entry), entry));
                 }
-                merge_duplicate::<W>(slots, duplicates, into, slot);
+                merge_duplicate::<W>(slots.element_type, duplicates, into, slot)?;
                 prev = Some(entry);
                 continue;
             };
