@@ -15,7 +15,7 @@
 //!   `a`'s coordinate lies in one bucket. For every set that contains `a`,
 //!   projections in different buckets then differ, and `D(S)` is the sum
 //!   over buckets of the distinct masked keys in each: counted by a bitmap
-//!   of the bucket's cells when they are few (`2^22`), else with a small hash
+//!   of the bucket's cells when they are few (`2^26`), else with a small hash
 //!   table in cache. One scatter serves every set that contains `a`, where a
 //!   sort per set (as `Auto` did before) pays the scatter once per set.
 //! - **sorted input**: entries already in lexicographic order give `D` of
@@ -24,10 +24,12 @@
 //! Memory, all freed before the build proper: bitmaps in flight stay within
 //! 16 bytes per entry (a projected bitmap counts with the one it comes
 //! from); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
-//! a table of at most 1 MiB, a bucket bitmap of at most 512 KiB and 2 bytes
-//! per entry, and, for a bucket too big for one table, a copy of its keys.
-//! That is at most two key arrays, what the sort per set that `Auto` ran
-//! before held.
+//! a table of at most 1 MiB and a bucket bitmap of at most 8 MiB and 2 bytes
+//! per entry; and either the last pass's keys (8 bytes per entry, when all
+//! dimensions pack into 64 bits: the next pass scatters them, and splits
+//! big buckets into them) or, for a bucket too big for one table, a copy of
+//! its keys. That is at most two key arrays, what the sort per set that
+//! `Auto` ran before held.
 
 use std::collections::HashMap;
 use std::ops::Range;

@@ -1,12 +1,28 @@
 //! The partition pass: the entries' packed keys scattered into buckets by one
 //! dimension's top bits, then each set's distinct masked keys counted per bucket.
+//!
+//! When every dimension packs into 64 bits, keys hold them all (the *full
+//! layout*, `Plan::full`), whatever the pass's sets: the next pass then
+//! scatters the last pass's keys (8 bytes an entry, read once) rather than
+//! the input (8 bytes a coordinate, read once to count the buckets and once
+//! to write). The last pass's array is then free while the pass counts, and
+//! big buckets are split into it, each into its own range. Otherwise a pass
+//! packs the dimensions of its sets only, `a` first, from the input.
+//!
+//! Per bucket, a set is counted by a bitmap of its bucket-local cells when
+//! they are few (`LOCAL_BITS`), else by a linear-probing hash table whose
+//! first probe does not branch on what it finds.
 
-use std::ops::{BitAnd, BitOr, Range};
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::{bits_below, dims_of, project, Dims, MIN_CHUNK};
 use crate::Source;
+
+mod key;
+
+pub(super) use key::{KeyArrays, PackedKey};
 
 /// The most buckets of a partition pass: 512 write streams stay within the
 /// TLB's reach (sort.rs measured the same for its scatter).
@@ -18,125 +34,47 @@ const BUCKET_ENTRIES: usize = 1024;
 /// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
 /// split by hash first.
 const TABLE_KEYS: usize = 1 << 15;
-/// A set whose cells within one bucket number at most `2^LOCAL_BITS` (512
-/// KiB of bitmap, within L2) is counted per bucket by a bitmap rather than a
-/// hash table: a bit set costs a fraction of a probe.
-const LOCAL_BITS: u32 = 22;
-
-/// An unsigned packed key: `u64`, or `u128` for wider projections.
-pub(super) trait PackedKey:
-    Copy + Eq + Send + Sync + Default + BitOr<Output = Self> + BitAnd<Output = Self> + 'static
-{
-    /// The empty slot of a hash table (a key can equal it: see `Scratch::table_count`).
-    const EMPTY: Self;
-    /// `self << shift | v`.
-    fn shl_or(self, shift: u32, v: Self) -> Self;
-    fn from_u64(v: u64) -> Self;
-    /// The low `bits` bits set.
-    fn ones(bits: u32) -> Self;
-    /// The 64 bits of `self` from bit `shift` up (`shift` below the width).
-    fn low64(self, shift: u32) -> u64;
-    /// A one-to-one map that spreads the bits (so distinct keys stay
-    /// distinct): computed once per key, before the key is counted.
-    fn premix(self) -> Self;
-    /// 64 well-spread bits of a premixed key, to pick a part and a slot.
-    fn spread(self) -> u64;
-    /// The kept array for keys of this type.
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self>;
-}
-
-/// Key arrays of both widths, reused by the passes of one `Counter`.
-#[derive(Default)]
-pub(super) struct KeyArrays {
-    narrow: Vec<u64>,
-    wide: Vec<u128>,
-}
-
-impl PackedKey for u64 {
-    const EMPTY: Self = u64::MAX;
-    #[inline]
-    fn shl_or(self, shift: u32, v: Self) -> Self {
-        self.checked_shl(shift).unwrap_or(0) | v
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        v
-    }
-    fn ones(bits: u32) -> Self {
-        u64::MAX.checked_shr(64 - bits).unwrap_or(0)
-    }
-    #[inline]
-    fn low64(self, shift: u32) -> u64 {
-        self >> shift
-    }
-    /// MurmurHash3's finaliser, a bijection: packed coordinates are far from
-    /// random (masked fields are zero, the rest small).
-    #[inline]
-    fn premix(self) -> Self {
-        let mut h = self ^ (self >> 33);
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-    #[inline]
-    fn spread(self) -> u64 {
-        self
-    }
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        arrays.wide = Vec::new(); // one key array at a time
-        &mut arrays.narrow
-    }
-}
-
-impl PackedKey for u128 {
-    const EMPTY: Self = u128::MAX;
-    #[inline]
-    fn shl_or(self, shift: u32, v: Self) -> Self {
-        self.checked_shl(shift).unwrap_or(0) | v
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        u128::from(v)
-    }
-    fn ones(bits: u32) -> Self {
-        u128::MAX.checked_shr(128 - bits).unwrap_or(0)
-    }
-    #[inline]
-    fn low64(self, shift: u32) -> u64 {
-        (self >> shift) as u64
-    }
-    /// No cheap bijection mixes 128 bits as well: `spread` hashes instead.
-    #[inline]
-    fn premix(self) -> Self {
-        self
-    }
-    #[inline]
-    fn spread(self) -> u64 {
-        ((self as u64) ^ ((self >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).premix()
-    }
-    fn array(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        arrays.narrow = Vec::new(); // one key array at a time
-        &mut arrays.wide
-    }
-}
+/// A set whose cells within one bucket number at most `2^LOCAL_BITS` (8
+/// MiB of bitmap, within L3) is counted per bucket by a bitmap rather than a
+/// hash table: a bit set costs a fraction of a probe even when it misses L2
+/// (a probe's cost is its branch on what it finds). 10M entries of
+/// power-law-r4 500x5000x50000x500000, one thread: a set of 23 bits a cell
+/// counted in 70 ms less by bitmaps than by tables, one of 26 bits in 30 ms
+/// less.
+const LOCAL_BITS: u32 = 26;
+/// The most fields of a key a bucket bitmap's cell is made of (more, each
+/// of another dimension, and the set is hashed).
+const MAX_FIELDS: usize = 8;
 
 /// A partition pass: the packed-key layout and the sets it counts.
 pub(super) struct Plan {
-    /// The dimensions packed into a key, `a` first (in the highest bits).
+    /// The dimensions packed into a key, the first in the highest bits.
     dims: Vec<usize>,
     /// Each packed dimension's field width.
     widths: Vec<u32>,
+    /// Where `a` is among `dims`, and the shift of its field in a key.
+    at: usize,
+    a_shift: u32,
     /// Key bits in all.
     pub(super) bits: u32,
     /// Per set, which of `dims` it holds (bit `i` for `dims[i]`).
     fields: Vec<u64>,
+    /// Whether `dims` are every dimension in increasing order (when they pack
+    /// into 64 bits): the same layout whatever `a` and the sets, so that a
+    /// pass scatters the last pass's keys (8 bytes an entry, in one read)
+    /// rather than the input (8 bytes a coordinate, read twice).
+    full: bool,
 }
 
 impl Plan {
     pub(super) fn new(shape: &[u64], a: usize, sets: &[Dims]) -> Self {
         let union = sets.iter().fold(0, |u, &s| u | s);
-        let dims: Vec<usize> = std::iter::once(a).chain(dims_of(union).filter(|&d| d != a)).collect();
+        let full = shape.iter().map(|&e| bits_below(e)).sum::<u32>() <= 64;
+        let dims: Vec<usize> = if full {
+            (0..shape.len()).collect()
+        } else {
+            std::iter::once(a).chain(dims_of(union).filter(|&d| d != a)).collect()
+        };
         let widths: Vec<u32> = dims.iter().map(|&d| bits_below(shape[d])).collect();
         let fields = sets
             .iter()
@@ -144,7 +82,9 @@ impl Plan {
                 dims.iter().enumerate().filter(|&(_, &d)| set >> d & 1 == 1).fold(0, |m, (i, _)| m | 1 << i)
             })
             .collect();
-        Self { bits: widths.iter().sum(), dims, widths, fields }
+        let at = dims.iter().position(|&d| d == a).unwrap_or(0);
+        let a_shift = widths[at + 1..].iter().sum();
+        Self { bits: widths.iter().sum(), dims, widths, at, a_shift, fields, full }
     }
 
     /// Per set, the mask of its fields in a key: `key & mask` is its projection.
@@ -169,36 +109,46 @@ impl Plan {
         // fills its table well; no more than `a`'s bits, so that a bucket
         // holds whole groups of equal `a`.
         let want = usize::BITS - (source.len / BUCKET_ENTRIES).leading_zeros();
-        let bucket_bits = self.widths[0].min(BUCKET_BITS).min(want);
-        let shift = self.widths[0] - bucket_bits;
-        let keys = K::array(arrays);
-        let starts = self.scatter::<K>(source, keys, shift, 1 << bucket_bits, parallel);
+        let bucket_bits = self.widths[self.at].min(BUCKET_BITS).min(want);
+        let by =
+            Buckets { shift: self.a_shift + self.widths[self.at] - bucket_bits, count: 1 << bucket_bits };
+        let reuse = self.full && arrays.full;
+        arrays.full = self.full;
+        let (keys, mut spare) = K::arrays(arrays);
+        let starts = match spare.as_mut() {
+            Some(spare) if reuse => {
+                // The last pass's keys, then free to split big buckets into.
+                std::mem::swap(keys, *spare);
+                by.scatter(keys, parallel, &spare[..])
+            }
+            _ => by.scatter(keys, parallel, &Input { plan: self, source }),
+        };
         let keys = &keys[..];
         let masks = self.masks::<K>();
         // Each thread's bitmap stays within 2 bytes per entry (a key takes 8).
         let local_bits = LOCAL_BITS.min((16 * source.len).max(1 << 12).ilog2());
         let locals: Vec<Option<Local>> =
             self.fields.iter().map(|&f| self.local(f, bucket_bits, local_bits)).collect();
-        let ranges: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
-        let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
+        let count = |scratch: &mut Scratch<K>, (range, spare): (Range<usize>, &mut [K])| -> Vec<u64> {
             let keys = &keys[range];
-            let count = |(&m, local): (&K, &Option<Local>)| match local {
+            let mut count = |(&m, local): (&K, &Option<Local>)| match local {
                 Some(local) => scratch.local_count(keys, local),
-                None => scratch.distinct(keys, m),
+                None => scratch.distinct(keys, m, spare),
             };
-            masks.iter().zip(&locals).map(count).collect()
+            masks.iter().zip(&locals).map(&mut count).collect()
         };
+        let buckets = bucket_slices(&starts, spare);
         let per_bucket: Vec<Vec<u64>> = if parallel {
-            ranges.into_par_iter().map_init(Scratch::default, count).collect()
+            buckets.into_par_iter().map_init(Scratch::default, count).collect()
         } else {
             let mut scratch = Scratch::default();
-            ranges.into_iter().map(|r| count(&mut scratch, r)).collect()
+            buckets.into_iter().map(|b| count(&mut scratch, b)).collect()
         };
         (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
     }
 
     /// The bucket-local cells of the set of `fields` (bit `i` for `dims[i]`,
-    /// which holds `dims[0]`), if at most `2^most_bits`: the set's fields
+    /// which holds `dims[at]`), if at most `2^most_bits`: the set's fields
     /// of a key side by side, `a`'s without the top `bucket_bits`, which
     /// are the bucket's.
     fn local(&self, fields: u64, bucket_bits: u32, most_bits: u32) -> Option<Local> {
@@ -206,7 +156,7 @@ impl Plan {
         let mut local = Local { fields: Vec::new(), bits: 0 };
         for (i, &width) in self.widths.iter().enumerate() {
             shift -= width;
-            let width = if i == 0 { width - bucket_bits } else { width };
+            let width = if i == self.at { width - bucket_bits } else { width };
             if fields >> i & 1 == 1 && width > 0 {
                 // Fields side by side in the key take one step.
                 match local.fields.last_mut() {
@@ -216,26 +166,82 @@ impl Plan {
                 local.bits += width;
             }
         }
-        (local.bits <= most_bits).then_some(local)
+        (local.bits <= most_bits && local.fields.len() <= MAX_FIELDS).then_some(local)
+    }
+}
+
+/// What a pass scatters: keys packed from the input, or the last pass's.
+trait Keys<K: PackedKey>: Sync {
+    fn len(&self) -> usize;
+    /// Calls `f` with the key of every entry of `range`.
+    fn each(&self, range: Range<usize>, f: impl FnMut(K));
+    /// Calls `f` with the bucket of every entry of `range`.
+    fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
+        self.each(range, |k| f(by.of(k)));
+    }
+}
+
+impl<K: PackedKey> Keys<K> for [K] {
+    fn len(&self) -> usize {
+        <[K]>::len(self)
+    }
+    #[inline(always)]
+    fn each(&self, range: Range<usize>, f: impl FnMut(K)) {
+        self[range].iter().copied().for_each(f);
+    }
+}
+
+/// The input's entries, packed by a plan.
+struct Input<'p, 's> {
+    plan: &'p Plan,
+    source: &'p Source<'s>,
+}
+
+impl<K: PackedKey> Keys<K> for Input<'_, '_> {
+    fn len(&self) -> usize {
+        self.source.len
+    }
+    #[inline(always)]
+    fn each(&self, range: Range<usize>, mut f: impl FnMut(K)) {
+        let widths = &self.plan.widths;
+        project(self.source, &self.plan.dims, range, |_, c| {
+            f(c.iter().zip(widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c))))
+        });
+    }
+    /// Reads `a`'s coordinates alone.
+    fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
+        let shift = by.shift - self.plan.a_shift;
+        project(self.source, &self.plan.dims[self.plan.at..=self.plan.at], range, |_, c| {
+            f(c[0].checked_shr(shift).unwrap_or(0) as usize & (by.count - 1))
+        });
+    }
+}
+
+/// The buckets of a pass: `key >> shift`, of `count` (a power of two).
+struct Buckets {
+    shift: u32,
+    count: usize,
+}
+
+impl Buckets {
+    #[inline(always)]
+    fn of<K: PackedKey>(&self, key: K) -> usize {
+        key.shr64(self.shift) as usize & (self.count - 1)
     }
 
-    /// Every entry's packed key, grouped into buckets by `coord(a) >> shift`;
-    /// bucket `b` is `keys[starts[b]..starts[b + 1]]`. Chunks of entries count
-    /// their buckets, then write into disjoint sub-slices, in parallel.
+    /// Every key of `from` written into `keys`, grouped into buckets; bucket
+    /// `b` is `keys[starts[b]..starts[b + 1]]`. Chunks of keys count their
+    /// buckets, then write into disjoint sub-slices, in parallel.
     fn scatter<K: PackedKey>(
         &self,
-        source: &Source<'_>,
         keys: &mut Vec<K>,
-        shift: u32,
-        buckets: usize,
         parallel: bool,
+        from: &(impl Keys<K> + ?Sized),
     ) -> Vec<usize> {
-        let chunks = chunks(source.len, parallel);
+        let chunks = chunks(from.len(), parallel);
         let count = |range: &Range<usize>| {
-            let mut counts = vec![0usize; buckets];
-            project(source, &self.dims[..1], range.clone(), |_, c| {
-                counts[c[0].checked_shr(shift).unwrap_or(0) as usize] += 1
-            });
+            let mut counts = vec![0usize; self.count];
+            from.each_bucket(range.clone(), self, |b| counts[b] += 1);
             counts
         };
         let counts: Vec<Vec<usize>> = if parallel {
@@ -243,16 +249,19 @@ impl Plan {
         } else {
             chunks.iter().map(count).collect()
         };
-        let mut starts = vec![0usize; buckets + 1];
-        for b in 0..buckets {
+        let mut starts = vec![0usize; self.count + 1];
+        for b in 0..self.count {
             starts[b + 1] = starts[b] + counts.iter().map(|c| c[b]).sum::<usize>();
         }
-        keys.clear();
-        keys.resize(source.len, K::default());
+        if keys.len() != from.len() {
+            // Zeroed by the allocator, not written twice (a kept array of the
+            // right length is overwritten as it is).
+            *keys = vec![K::default(); from.len()];
+        }
         // Each chunk's sub-slice of every bucket, chunk after chunk within a bucket.
-        let mut parts: Vec<Vec<&mut [K]>> = chunks.iter().map(|_| Vec::with_capacity(buckets)).collect();
+        let mut parts: Vec<Vec<&mut [K]>> = chunks.iter().map(|_| Vec::with_capacity(self.count)).collect();
         let mut rest = &mut keys[..];
-        for b in 0..buckets {
+        for b in 0..self.count {
             for (chunk, part) in counts.iter().zip(&mut parts) {
                 let (mine, tail) = std::mem::take(&mut rest).split_at_mut(chunk[b]);
                 part.push(mine);
@@ -261,10 +270,8 @@ impl Plan {
         }
         let write = |(range, part): (Range<usize>, Vec<&mut [K]>)| {
             let mut slots: Vec<_> = part.into_iter().map(|p| p.iter_mut()).collect();
-            project(source, &self.dims, range, |_, c| {
-                let key =
-                    c.iter().zip(&self.widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c)));
-                if let Some(slot) = slots[c[0].checked_shr(shift).unwrap_or(0) as usize].next() {
+            from.each(range, |key| {
+                if let Some(slot) = slots[self.of(key)].next() {
                     *slot = key;
                 }
             });
@@ -276,6 +283,22 @@ impl Plan {
         }
         starts
     }
+}
+
+/// The ranges of the buckets of `starts`, each with its own slice of `spare`
+/// (empty without one long enough).
+fn bucket_slices<'s, K>(starts: &[usize], spare: Option<&'s mut Vec<K>>) -> Vec<(Range<usize>, &'s mut [K])> {
+    let mut rest: &mut [K] = match spare {
+        Some(spare) if spare.len() >= starts.last().copied().unwrap_or(0) => spare,
+        _ => &mut [],
+    };
+    let mut buckets = Vec::with_capacity(starts.len());
+    for w in starts.windows(2) {
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]).min(rest.len()));
+        buckets.push((w[0]..w[1], mine));
+        rest = tail;
+    }
+    buckets
 }
 
 /// Where a set's projection of a key lies among a bucket's cells.
@@ -330,7 +353,7 @@ impl<K: PackedKey> Scratch<K> {
             2 => self.local_count_with::<2>(keys, local),
             3 => self.local_count_with::<3>(keys, local),
             4 => self.local_count_with::<4>(keys, local),
-            _ => self.local_count_with::<8>(keys, local), // at most 8 fields: `LOCAL_BITS / 3`
+            _ => self.local_count_with::<MAX_FIELDS>(keys, local),
         }
     }
 
@@ -361,13 +384,15 @@ impl<K: PackedKey> Scratch<K> {
 
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
     /// one table in cache is split by hash into parts that each fit one.
-    fn distinct(&mut self, keys: &[K], mask: K) -> u64 {
+    /// The split goes into `spare` when it holds the keys (a slice of the
+    /// spare key array), else into a buffer of this thread's.
+    fn distinct(&mut self, keys: &[K], mask: K, spare: &mut [K]) -> u64 {
         if keys.len() <= TABLE_KEYS {
             return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
         }
         let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
         let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
-        let (mut split, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
+        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
         starts.clear();
         starts.resize((1 << part_bits) + 1, 0);
         // `premix` twice rather than a third array of keys: memory stays at
@@ -378,8 +403,13 @@ impl<K: PackedKey> Scratch<K> {
         for p in 0..1 << part_bits {
             starts[p + 1] += starts[p];
         }
-        split.clear();
-        split.resize(keys.len(), K::default());
+        let split = if spare.len() >= keys.len() {
+            spare
+        } else {
+            buffer.clear();
+            buffer.resize(keys.len(), K::default());
+            &mut buffer[..]
+        };
         // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
         for &k in keys {
             let v = (k & mask).premix();
@@ -393,7 +423,7 @@ impl<K: PackedKey> Scratch<K> {
             total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
             from = to;
         }
-        (self.split, self.starts) = (split, starts);
+        (self.split, self.starts) = (buffer, starts);
         total
     }
 
@@ -419,7 +449,17 @@ impl<K: PackedKey> Scratch<K> {
                 continue;
             }
             let mut i = ((k.spread() << skip) >> (64 - slot_bits)) as usize;
+            // The first probe without a branch on what it finds (a key seen
+            // or new is a coin toss): only a collision, the rarer case, goes on.
+            let slot = self.table[i];
+            let empty = slot == K::EMPTY;
+            self.table[i] = if empty { k } else { slot };
+            count += u64::from(empty);
+            if slot == k || empty {
+                continue;
+            }
             loop {
+                i = (i + 1) & (size - 1);
                 let slot = self.table[i];
                 if slot == k {
                     break;
@@ -429,7 +469,6 @@ impl<K: PackedKey> Scratch<K> {
                     count += 1;
                     break;
                 }
-                i = (i + 1) & (size - 1);
             }
         }
         count + u64::from(saw_empty)

@@ -163,3 +163,34 @@ fn sorted_input_gives_the_identity_prefixes() {
     counter.count_sorted_prefixes();
     assert_eq!(counter.get(0b001), None);
 }
+
+/// Passes of one counter by one dimension after another: each from the last
+/// pass's keys (all dimensions pack into 64 bits), big buckets split into
+/// the spare key array, and the `u128` path in between.
+#[test]
+fn passes_reuse_the_last_pass_keys() {
+    let shape = [3u64, 1 << 20, 50, 1 << 12];
+    let mut state = 13u64;
+    let n = 150_000;
+    let indices: Vec<u64> = (0..n * 4)
+        .map(|i| {
+            let r = rand(&mut state) % shape[i % 4];
+            if rand(&mut state) % 3 == 0 {
+                r
+            } else {
+                r % 5
+            }
+        })
+        .collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    for parallel in [false, true] {
+        let mut counter = Counter::new(&source, parallel);
+        for a in [0, 1, 2, 3, 0, 2] {
+            let sets: Vec<Dims> = (1..16).filter(|&s| s >> a & 1 == 1 && counter.get(s).is_none()).collect();
+            counter.count_pass(a, &sets);
+            for set in sets {
+                assert_eq!(counter.get(set), Some(brute(&indices, 4, set)), "pass by {a}: set {set:b}");
+            }
+        }
+    }
+}
