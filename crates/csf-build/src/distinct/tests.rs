@@ -194,3 +194,21 @@ fn passes_reuse_the_last_pass_keys() {
         }
     }
 }
+
+/// A set whose dimensions lie apart in the key (other sets' dimensions
+/// between them) and whose bucket cells are few: more fields than a bucket
+/// bitmap's cell takes, so it is hashed rather than counted on some fields.
+#[test]
+fn a_set_of_many_fields_apart_counts_exactly() {
+    let shape = [2u64; 24];
+    let mut state = 17u64;
+    let n = 5000;
+    let indices: Vec<u64> = (0..n * 24).map(|_| rand(&mut state) % 2).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let apart: Dims = (0..24).step_by(2).fold(0, |s, d| s | 1 << d);
+    for parallel in [false, true] {
+        let mut counter = Counter::new(&source, parallel);
+        counter.count_pass(0, &[apart, (1 << 24) - 1]);
+        assert_eq!(counter.get(apart), Some(brute(&indices, 24, apart)), "parallel {parallel}");
+    }
+}
