@@ -115,13 +115,20 @@ impl Plan {
         let reuse = self.full && arrays.full;
         arrays.full = self.full;
         let (keys, mut spare) = K::arrays(arrays);
+        let input = Input { plan: self, source };
         let starts = match spare.as_mut() {
-            Some(spare) if reuse => {
-                // The last pass's keys, then free to split big buckets into.
-                std::mem::swap(keys, *spare);
+            Some(spare) if self.full => {
+                // The last pass's keys, or the input's packed in input order
+                // (the input read once): scattered, then free to split big
+                // buckets into.
+                if reuse {
+                    std::mem::swap(keys, *spare);
+                } else {
+                    pack(&input, spare, parallel);
+                }
                 by.scatter(keys, parallel, &spare[..])
             }
-            _ => by.scatter(keys, parallel, &Input { plan: self, source }),
+            _ => by.scatter(keys, parallel, &input),
         };
         let keys = &keys[..];
         let masks = self.masks::<K>();
@@ -282,6 +289,34 @@ impl Buckets {
             chunks.into_iter().zip(parts).for_each(write);
         }
         starts
+    }
+}
+
+/// Every key of `from` into `keys`, in order.
+fn pack<K: PackedKey>(from: &impl Keys<K>, keys: &mut Vec<K>, parallel: bool) {
+    if keys.len() != from.len() {
+        *keys = vec![K::default(); from.len()];
+    }
+    let chunks = chunks(from.len(), parallel);
+    let mut parts = Vec::with_capacity(chunks.len());
+    let mut rest = &mut keys[..];
+    for range in &chunks {
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(range.len());
+        parts.push(mine);
+        rest = tail;
+    }
+    let write = |(range, part): (Range<usize>, &mut [K])| {
+        let mut slots = part.iter_mut();
+        from.each(range, |key| {
+            if let Some(slot) = slots.next() {
+                *slot = key;
+            }
+        });
+    };
+    if parallel {
+        chunks.into_par_iter().zip(parts).for_each(write);
+    } else {
+        chunks.into_iter().zip(parts).for_each(write);
     }
 }
 
