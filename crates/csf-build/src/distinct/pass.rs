@@ -5,9 +5,11 @@
 //! layout*, `Plan::full`), whatever the pass's sets: the next pass then
 //! scatters the last pass's keys (8 bytes an entry, read once) rather than
 //! the input (8 bytes a coordinate, read once to count the buckets and once
-//! to write). The last pass's array is then free while the pass counts, and
-//! big buckets are split into it, each into its own range. Otherwise a pass
-//! packs the dimensions of its sets only, `a` first, from the input.
+//! to write); the first pass packs the input into keys in input order (one
+//! read of the input), then scatters those. The last pass's array is then
+//! free while the pass counts, and big buckets are split into it, each into
+//! its own range. Otherwise a pass packs the dimensions of its sets only,
+//! `a` first, scattering from the input.
 //!
 //! Per bucket, a set is counted by a bitmap of its bucket-local cells when
 //! they are few (`LOCAL_BITS`), else by a linear-probing hash table whose
@@ -397,7 +399,10 @@ impl<K: PackedKey> Scratch<K> {
         let steps = local.steps::<N>();
         let words = (1usize << local.bits).div_ceil(64);
         if self.bitmap.len() < words {
-            self.bitmap.resize(words, 0);
+            // A fresh zeroed allocation, its pages mapped as bits touch them:
+            // a thread's scratch can be made several times a pass, and
+            // `resize` would write all of an 8 MiB bitmap each time.
+            self.bitmap = vec![0; words];
         }
         let map = &mut self.bitmap[..words];
         let mut count = 0u64;
