@@ -5,7 +5,8 @@
 //! Exact methods, chosen per set by what it costs:
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
-//!   costs a fraction of a sort, and scans of different sets run in parallel;
+//!   costs a fraction of a sort (a bitmap of at most 8 KiB rides in another
+//!   set's scan), and scans of different sets run in parallel;
 //!   with fewer scans than threads, each thread scans a share of the entries
 //!   into bitmaps of its own, ORed together after. A set within a scanned
 //!   one is **projected** from that bitmap, row by row of its innermost
@@ -69,6 +70,8 @@ const DENSE_BITS: u64 = 1 << 26;
 /// The bitmaps one scan fills, in bits (1 MiB: within L2). A bigger bitmap
 /// takes a scan of its own.
 const SCAN_BITS: u64 = 1 << 23;
+/// A bitmap this small (8 KiB) stays in L1: it rides in another set's scan.
+const SMALL_BITS: u64 = 1 << 16;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
 const SCAN_BLOCK: usize = 2048;
@@ -192,20 +195,10 @@ impl<'a> Counter<'a> {
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
         let scanned = self.derivations(sets);
         let projected = |(_, subs): &Scanned| subs.iter().map(|&(s, _)| cells(s)).sum::<u64>();
-        // Enough scans to keep each one's bitmaps in cache and every thread busy.
-        let total: u64 = scanned.iter().map(|(set, _)| cells(*set)).sum();
         let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
-        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(scanned.len());
-        let mut scans: Vec<(u64, Vec<Scanned>)> = vec![(0, Vec::new()); count];
-        for set in scanned {
-            // The biggest sets first, each to the scan with the fewest bits so far.
-            if let Some(scan) = scans.iter_mut().min_by_key(|(bits, _)| *bits) {
-                scan.0 += cells(set.0);
-                scan.1.push(set);
-            }
-        }
+        let scans = self.group(scanned, threads);
         // Idle threads take a share of a scan's entries, with bitmaps of their own.
-        let pieces = (threads / count.max(1)).clamp(1, (self.source.len / MIN_CHUNK).max(1));
+        let pieces = (threads / scans.len().max(1)).clamp(1, (self.source.len / MIN_CHUNK).max(1));
         // A scan's bits in flight: its pieces' bitmaps, then the projected ones.
         let bits = |(filled, sets): (u64, Vec<Scanned>)| {
             ((filled * pieces as u64).max(filled + sets.iter().map(projected).sum::<u64>()), sets)
@@ -222,6 +215,26 @@ impl<'a> Counter<'a> {
             self.known.extend(counted);
             scans.drain(..wave);
         }
+    }
+
+    /// `scanned` grouped into scans, each with its bits: enough scans to
+    /// keep each one's bitmaps in cache and every thread busy. Small
+    /// bitmaps (in L1) do not make scans of their own: each scan reads all
+    /// the input, which costs more than setting a bit in cache.
+    fn group(&self, scanned: Vec<Scanned>, threads: usize) -> Vec<(u64, Vec<Scanned>)> {
+        let cells = |set: Dims| self.cells(set).unwrap_or(0);
+        let big: Vec<u64> = scanned.iter().map(|(set, _)| cells(*set)).filter(|&c| c > SMALL_BITS).collect();
+        let total: u64 = big.iter().sum();
+        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(big.len()).max(1);
+        let mut scans: Vec<(u64, Vec<Scanned>)> = vec![(0, Vec::new()); count];
+        for set in scanned {
+            // The biggest sets first, each to the scan with the fewest bits so far.
+            if let Some(scan) = scans.iter_mut().min_by_key(|(bits, _)| *bits) {
+                scan.0 += cells(set.0);
+                scan.1.push(set);
+            }
+        }
+        scans
     }
 
     /// Runs `scans`, each over `pieces` shares of the entries, and counts.
