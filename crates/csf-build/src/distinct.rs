@@ -12,7 +12,9 @@
 //!   one is **projected** from that bitmap, row by row of its innermost
 //!   dimension, when the rows' words are at most the entries (a row of up
 //!   to 64 cells is a word operation or two, a scanned entry a random bit
-//!   set after reading its coordinates): no second scan of the entries. The
+//!   set after reading its coordinates), a quarter of them for a bitmap of
+//!   at most 8 KiB (it costs a scan about a nanosecond an entry, in L1):
+//!   no second scan of the entries. The
 //!   projected bitmap is kept for smaller sets within it, so that prefix sets
 //!   chain (`{0..6}` to `{0..5}` to `{0..4}`...), each from the smallest
 //!   bitmap that holds it (`bitmap.rs`); dropping only the innermost
@@ -194,6 +196,9 @@ impl<'a> Counter<'a> {
         self.keys = KeyArrays::default();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
         let scanned = self.derivations(sets);
+        if scanned.is_empty() {
+            return;
+        }
         let projected = |(_, subs): &Scanned| subs.iter().map(|&(s, _)| cells(s)).sum::<u64>();
         let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
         let scans = self.group(scanned, threads);
@@ -283,13 +288,18 @@ impl<'a> Counter<'a> {
         // A projection takes a few word operations per row of up to 64
         // cells; a scan reads every entry's coordinates and sets a bit at
         // random, which costs more than a row.
-        let cheap = |from: Dims| Bitmap::row_words(self.source.shape, from) <= self.entries();
+        // A bitmap small enough for L1 rides in a scan for about a nanosecond
+        // an entry: projecting it must be cheaper still.
+        let cheap = |from: Dims, set: Dims| {
+            let rows = Bitmap::row_words(self.source.shape, from);
+            rows.saturating_mul(if cells(set) <= SMALL_BITS { 4 } else { 1 }) <= self.entries()
+        };
         let mut scanned: Vec<Scanned> = Vec::new();
         for set in todo {
             let mut source: Option<(u64, usize, Dims)> = None;
             for (i, (s, subs)) in scanned.iter().enumerate() {
                 for from in std::iter::once(*s).chain(subs.iter().map(|&(sub, _)| sub)) {
-                    if set & !from == 0 && source.map_or(true, |b| cells(from) < b.0) && cheap(from) {
+                    if set & !from == 0 && source.map_or(true, |b| cells(from) < b.0) && cheap(from, set) {
                         source = Some((cells(from), i, from));
                     }
                 }
