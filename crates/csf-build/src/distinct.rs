@@ -202,14 +202,19 @@ impl<'a> Counter<'a> {
         let projected = |(_, subs): &Scanned| subs.iter().map(|&(s, _)| cells(s)).sum::<u64>();
         let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
         let scans = self.group(scanned, threads);
-        // Idle threads take a share of a scan's entries, with bitmaps of their own.
-        let pieces = (threads / scans.len().max(1)).clamp(1, (self.source.len / MIN_CHUNK).max(1));
+        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
+        // Idle threads take a share of a scan's entries, with bitmaps of their
+        // own, as many as the memory budget holds.
+        let biggest = scans.iter().map(|(filled, _)| *filled).max().unwrap_or(0).max(1);
+        let pieces = (threads / scans.len().max(1))
+            .min(self.source.len / MIN_CHUNK)
+            .min((budget / biggest).try_into().unwrap_or(usize::MAX))
+            .max(1);
         // A scan's bits in flight: its pieces' bitmaps, then the projected ones.
         let bits = |(filled, sets): (u64, Vec<Scanned>)| {
             ((filled * pieces as u64).max(filled + sets.iter().map(projected).sum::<u64>()), sets)
         };
         let mut scans: Vec<(u64, Vec<Scanned>)> = scans.into_iter().map(bits).collect();
-        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         while !scans.is_empty() {
             let (mut wave, mut used) = (0, 0);
             while wave < scans.len() && (wave == 0 || used + scans[wave].0 <= budget) {
