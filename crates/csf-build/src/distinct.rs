@@ -6,9 +6,7 @@
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
 //!   costs a fraction of a sort (a bitmap of at most 8 KiB rides in another
-//!   set's scan), and scans of different sets run in parallel;
-//!   with fewer scans than threads, each thread scans a share of the entries
-//!   into bitmaps of its own, ORed together after. A set within a scanned
+//!   set's scan), and scans of different sets run in parallel. A set within a scanned
 //!   one is **projected** from that bitmap, row by row of its innermost
 //!   dimension, when the rows' words are at most the entries (a row of up
 //!   to 64 cells is a word operation or two, a scanned entry a random bit
@@ -32,9 +30,8 @@
 //!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
-//! 16 bytes per entry (a scan counts its bitmaps once per share of its
-//! entries, or once plus every bitmap projected from them, whichever is
-//! more; a single scan bigger than that runs alone); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
+//! 16 bytes per entry (a scan counts its bitmaps and every bitmap
+//! projected from them; a single scan bigger than that runs alone); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
 //! a table of at most 1 MiB, a bucket bitmap of at most 512 KiB and 2 bytes
 //! per entry, and, for a bucket too big for one table, a copy of its keys.
 //! That is at most two key arrays, what the sort per set that `Auto` ran
@@ -185,11 +182,10 @@ impl<'a> Counter<'a> {
     /// Counts every set of `sets` (all dense) by bitmaps. One scan of the
     /// entries fills the bitmaps of several sets (reading the input is what
     /// a scan costs), and scans run in parallel, in waves whose bitmaps
-    /// together stay within the memory budget; with fewer scans than
-    /// threads, each scan's entries are split among them. A set within
-    /// another of `sets` whose bitmap has few rows is projected from that
-    /// bitmap instead of scanned (`Bitmap::project`), or from a bitmap
-    /// itself projected.
+    /// together stay within the memory budget. A set within another of
+    /// `sets` whose bitmap has few rows is projected from that bitmap
+    /// instead of scanned (`Bitmap::project`), or from a bitmap itself
+    /// projected.
     pub(crate) fn count_dense(&mut self, sets: &[Dims]) {
         debug_assert!(sets.iter().all(|&s| self.is_dense(s)));
         // The bitmaps' memory budget is the key array's: let it go first.
@@ -201,28 +197,25 @@ impl<'a> Counter<'a> {
         }
         let projected = |(_, subs): &Scanned| subs.iter().map(|&(s, _)| cells(s)).sum::<u64>();
         let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
-        let scans = self.group(scanned, threads);
+        // A scan's bits in flight: its bitmaps and those projected from them.
+        let bits =
+            |(filled, sets): (u64, Vec<Scanned>)| (filled + sets.iter().map(projected).sum::<u64>(), sets);
+        let mut scans: Vec<(u64, Vec<Scanned>)> =
+            self.group(scanned, threads).into_iter().map(bits).collect();
         let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
-        // Idle threads take a share of a scan's entries, with bitmaps of their
-        // own, as many as the memory budget holds.
-        let biggest = scans.iter().map(|(filled, _)| *filled).max().unwrap_or(0).max(1);
-        let pieces = (threads / scans.len().max(1))
-            .min(self.source.len / MIN_CHUNK)
-            .min((budget / biggest).try_into().unwrap_or(usize::MAX))
-            .max(1);
-        // A scan's bits in flight: its pieces' bitmaps, then the projected ones.
-        let bits = |(filled, sets): (u64, Vec<Scanned>)| {
-            ((filled * pieces as u64).max(filled + sets.iter().map(projected).sum::<u64>()), sets)
-        };
-        let mut scans: Vec<(u64, Vec<Scanned>)> = scans.into_iter().map(bits).collect();
         while !scans.is_empty() {
             let (mut wave, mut used) = (0, 0);
             while wave < scans.len() && (wave == 0 || used + scans[wave].0 <= budget) {
                 used += scans[wave].0;
                 wave += 1;
             }
-            let counted = self.wave(&scans[..wave], pieces);
-            self.known.extend(counted);
+            let count = |(_, sets): &(u64, Vec<Scanned>)| self.finish(self.fill(sets), sets);
+            let counted: Vec<Vec<(Dims, u64)>> = if self.parallel {
+                scans[..wave].par_iter().map(count).collect()
+            } else {
+                scans[..wave].iter().map(count).collect()
+            };
+            self.known.extend(counted.into_iter().flatten());
             scans.drain(..wave);
         }
     }
@@ -245,39 +238,6 @@ impl<'a> Counter<'a> {
             }
         }
         scans
-    }
-
-    /// Runs `scans`, each over `pieces` shares of the entries, and counts.
-    fn wave(&self, scans: &[(u64, Vec<Scanned>)], pieces: usize) -> Vec<(Dims, u64)> {
-        let len = self.source.len;
-        let tasks: Vec<(&[Scanned], Range<usize>)> = scans
-            .iter()
-            .flat_map(|(_, sets)| {
-                (0..pieces).map(move |p| (sets.as_slice(), p * len / pieces..(p + 1) * len / pieces))
-            })
-            .collect();
-        let fill = |(sets, range): &(&[Scanned], Range<usize>)| self.fill(sets, range.clone());
-        let filled: Vec<Vec<Bitmap>> = if self.parallel {
-            tasks.par_iter().map(fill).collect()
-        } else {
-            tasks.iter().map(fill).collect()
-        };
-        let mut filled = filled.into_iter();
-        let mut merged = Vec::new();
-        for (_, sets) in scans {
-            let mut maps = filled.next().unwrap_or_default();
-            for other in filled.by_ref().take(pieces - 1) {
-                maps.iter_mut().zip(&other).for_each(|(map, other)| map.merge(other));
-            }
-            merged.push((maps, sets.as_slice()));
-        }
-        let finish = |(maps, sets): (Vec<Bitmap>, &[Scanned])| self.finish(maps, sets);
-        let counted: Vec<Vec<(Dims, u64)>> = if self.parallel {
-            merged.into_par_iter().map(finish).collect()
-        } else {
-            merged.into_iter().map(finish).collect()
-        };
-        counted.into_iter().flatten().collect()
     }
 
     /// The uncounted sets of `sets` to scan, biggest first, each with the
@@ -317,17 +277,11 @@ impl<'a> Counter<'a> {
         scanned
     }
 
-    #[cfg(test)]
-    /// `D` of each of `sets` by one scan of the entries that sets a bit per
-    /// cell in each set's bitmap, and of the sets projected from them.
-    fn bitmaps(&self, sets: &[Scanned]) -> Vec<(Dims, u64)> {
-        self.finish(self.fill(sets, 0..self.source.len), sets)
-    }
-
-    /// The bitmaps of the scanned sets of `sets` over the entries of
-    /// `range`, block by block: each block of entries is read from memory
-    /// once, then stays in cache while every set takes it.
-    fn fill(&self, sets: &[Scanned], range: Range<usize>) -> Vec<Bitmap> {
+    /// The bitmaps of the scanned sets of `sets`, filled block by block:
+    /// each block of entries is read from memory once, then stays in cache
+    /// while every set takes it.
+    fn fill(&self, sets: &[Scanned]) -> Vec<Bitmap> {
+        let range = 0..self.source.len;
         let mut maps: Vec<Bitmap> =
             sets.iter().map(|&(set, _)| Bitmap::new(self.source.shape, set)).collect();
         for start in range.clone().step_by(SCAN_BLOCK) {
@@ -337,6 +291,13 @@ impl<'a> Counter<'a> {
             }
         }
         maps
+    }
+
+    /// `D` of each of `sets` by one scan of the entries, and of the sets
+    /// projected from them.
+    #[cfg(test)]
+    fn bitmaps(&self, sets: &[Scanned]) -> Vec<(Dims, u64)> {
+        self.finish(self.fill(sets), sets)
     }
 
     /// `D` of the scanned sets of `sets` from their filled bitmaps `maps`,

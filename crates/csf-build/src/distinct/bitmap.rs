@@ -57,12 +57,6 @@ impl Bitmap {
 }
 
 impl Bitmap {
-    /// ORs in the bits of `other`, the same set's bitmap of other entries.
-    pub(super) fn merge(&mut self, other: &Bitmap) {
-        debug_assert_eq!(self.set, other.set);
-        self.words.iter_mut().zip(&other.words).for_each(|(w, o)| *w |= o);
-    }
-
     /// The number of set bits: `D` of the set.
     pub(super) fn count(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()

@@ -164,10 +164,10 @@ fn sorted_input_gives_the_identity_prefixes() {
     assert_eq!(counter.get(0b001), None);
 }
 
-/// Projections chained from projected bitmaps, and one scan's entries split
-/// among threads (a bitmap per share, ORed), count as a scan per set does.
+/// Projections chained from projected bitmaps, and small bitmaps riding in
+/// another set's scan, count as a scan per set does.
 #[test]
-fn chained_projections_and_split_scans_count_exactly() {
+fn chained_projections_count_exactly() {
     let shape = [12u64, 12, 5, 12, 70];
     let n = 4 * MIN_CHUNK;
     let mut state = 3u64;
@@ -179,10 +179,12 @@ fn chained_projections_and_split_scans_count_exactly() {
     let chain = vec![(0b111, 0b1111), (0b11, 0b111), (0b1, 0b11)];
     assert_eq!(scanned, [(0b1111, chain)], "each prefix from the next longer one");
     for parallel in [false, true] {
-        // One set alone: a scan split among the threads.
+        // One set alone, and with small ones riding in its scan.
         let mut counter = Counter::new(&source, parallel);
-        counter.count_dense(&[0b11111]);
-        assert_eq!(counter.get(0b11111), Some(brute(&indices, 5, 0b11111)), "parallel {parallel}");
+        counter.count_dense(&[0b11111, 0b1000, 0b10000]);
+        for set in [0b11111, 0b1000, 0b10000] {
+            assert_eq!(counter.get(set), Some(brute(&indices, 5, set)), "set {set:b} parallel {parallel}");
+        }
         let mut counter = Counter::new(&source, parallel);
         let every: Vec<Dims> = (1..32).collect();
         counter.count_dense(&every);
