@@ -5,15 +5,16 @@
 //! Exact methods, chosen per set by what it costs:
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
-//!   costs a fraction of a sort (a bitmap of at most 8 KiB rides in another
-//!   set's scan), and scans of different sets run in parallel. A set within a scanned
-//!   one is **projected** from that bitmap, row by row of its innermost
-//!   dimension, when the rows' words are at most the entries (a row of up
-//!   to 64 cells is a word operation or two, a scanned entry a random bit
-//!   set after reading its coordinates), a quarter of them for a bitmap of
-//!   at most 8 KiB (it costs a scan about a nanosecond an entry, in L1):
-//!   no second scan of the entries. The
-//!   projected bitmap is kept for smaller sets within it, so that prefix sets
+//!   costs a fraction of a sort, and scans of different sets run in
+//!   parallel; a bitmap of at most 8 KiB (in L1) rides in another set's scan
+//!   rather than reading the input for a scan of its own. A set within a
+//!   scanned one is **projected** from that bitmap, row by row of its
+//!   innermost dimension, when the rows' words are at most the entries (a
+//!   row of up to 64 cells is a word operation or two, a scanned entry a
+//!   random bit set after reading its coordinates), or a quarter of them
+//!   for a bitmap of at most 8 KiB (which a scan fills for about a
+//!   nanosecond an entry): no second scan of the entries. A projected
+//!   bitmap is kept for the smaller sets within it, so that prefix sets
 //!   chain (`{0..6}` to `{0..5}` to `{0..4}`...), each from the smallest
 //!   bitmap that holds it (`bitmap.rs`); dropping only the innermost
 //!   dimension is one "any bit set" test per row.
@@ -30,12 +31,12 @@
 //!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
-//! 16 bytes per entry (a scan counts its bitmaps and every bitmap
-//! projected from them; a single scan bigger than that runs alone); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
-//! a table of at most 1 MiB, a bucket bitmap of at most 512 KiB and 2 bytes
-//! per entry, and, for a bucket too big for one table, a copy of its keys.
-//! That is at most two key arrays, what the sort per set that `Auto` ran
-//! before held.
+//! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
+//! from them; a single scan bigger than that runs alone); a pass holds one
+//! key per entry (8 or 16 bytes) plus, per thread, a table of at most
+//! 1 MiB, a bucket bitmap of at most 512 KiB and 2 bytes per entry, and, for
+//! a bucket too big for one table, a copy of its keys. That is at most two
+//! key arrays, what the sort per set that `Auto` ran before held.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -250,11 +251,11 @@ impl<'a> Counter<'a> {
         // Biggest first, and a superset before its subsets on equal cells.
         todo.sort_unstable_by_key(|&s| (std::cmp::Reverse((cells(s), s.count_ones())), s));
         todo.dedup();
-        // A projection takes a few word operations per row of up to 64
+        // A projection takes a word operation or two per row of up to 64
         // cells; a scan reads every entry's coordinates and sets a bit at
-        // random, which costs more than a row.
-        // A bitmap small enough for L1 rides in a scan for about a nanosecond
-        // an entry: projecting it must be cheaper still.
+        // random, which costs more than a row. But a scan fills a bitmap
+        // small enough for L1 for about a nanosecond an entry: projecting
+        // one must be cheaper still.
         let cheap = |from: Dims, set: Dims| {
             let rows = Bitmap::row_words(self.source.shape, from);
             rows.saturating_mul(if cells(set) <= SMALL_BITS { 4 } else { 1 }) <= self.entries()
@@ -281,11 +282,11 @@ impl<'a> Counter<'a> {
     /// each block of entries is read from memory once, then stays in cache
     /// while every set takes it.
     fn fill(&self, sets: &[Scanned]) -> Vec<Bitmap> {
-        let range = 0..self.source.len;
+        let len = self.source.len;
         let mut maps: Vec<Bitmap> =
             sets.iter().map(|&(set, _)| Bitmap::new(self.source.shape, set)).collect();
-        for start in range.clone().step_by(SCAN_BLOCK) {
-            let block = start..(start + SCAN_BLOCK).min(range.end);
+        for start in (0..len).step_by(SCAN_BLOCK) {
+            let block = start..(start + SCAN_BLOCK).min(len);
             for map in &mut maps {
                 map.fill(self.source, block.clone());
             }
