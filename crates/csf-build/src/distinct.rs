@@ -5,10 +5,19 @@
 //! Exact methods, chosen per set by what it costs:
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
-//!   costs a fraction of a sort, and scans of different sets run in parallel.
-//!   A set within a scanned one is **projected** from that bitmap, row by row
-//!   of its innermost dimension, when it has few rows against the entries
-//!   (`bitmap.rs`): no second scan of the entries.
+//!   costs a fraction of a sort, and scans of different sets run in
+//!   parallel; a bitmap of at most 8 KiB (in L1) rides in another set's scan
+//!   rather than reading the input for a scan of its own. A set within a
+//!   scanned one is **projected** from that bitmap, row by row of its
+//!   innermost dimension, when the rows' words are at most the entries (a
+//!   row of up to 64 cells is a word operation or two, a scanned entry a
+//!   random bit set after reading its coordinates), or a quarter of them
+//!   for a bitmap of at most 8 KiB (which a scan fills for about a
+//!   nanosecond an entry): no second scan of the entries. A projected
+//!   bitmap is kept for the smaller sets within it, so that prefix sets
+//!   chain (`{0..6}` to `{0..5}` to `{0..4}`...), each from the smallest
+//!   bitmap that holds it (`bitmap.rs`); dropping only the innermost
+//!   dimension is one "any bit set" test per row.
 //! - **partition pass** for the other sets (`pass.rs`): the entries' packed
 //!   coordinates are scattered into buckets by the coordinate of one
 //!   dimension `a` (its top bits), so that every group of entries sharing
@@ -22,14 +31,14 @@
 //!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
-//! 16 bytes per entry (a projected bitmap counts with the one it comes
-//! from); a pass holds one key per entry (8 or 16 bytes) plus, per thread,
-//! a table of at most 1 MiB and a bucket bitmap of at most 8 MiB and 2 bytes
-//! per entry; and either the last pass's keys (8 bytes per entry, when all
-//! dimensions pack into 64 bits: the next pass scatters them, and splits
-//! big buckets into them) or, for a bucket too big for one table, a copy of
-//! its keys. That is at most two key arrays, what the sort per set that
-//! `Auto` ran before held.
+//! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
+//! from them; a single scan bigger than that runs alone); a pass holds one
+//! key per entry (8 or 16 bytes) plus, per thread, a table of at most
+//! 1 MiB and a bucket bitmap of at most 8 MiB and 2 bytes per entry; and
+//! either the last pass's keys (8 bytes per entry, when all dimensions pack
+//! into 64 bits: the next pass scatters them, and splits big buckets into
+//! them) or, for a bucket too big for one table, a copy of its keys. That is
+//! at most two key arrays, what the sort per set that `Auto` ran before held.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -63,6 +72,8 @@ const DENSE_BITS: u64 = 1 << 26;
 /// The bitmaps one scan fills, in bits (1 MiB: within L2). A bigger bitmap
 /// takes a scan of its own.
 const SCAN_BITS: u64 = 1 << 23;
+/// A bitmap this small (8 KiB) stays in L1: it rides in another set's scan.
+const SMALL_BITS: u64 = 1 << 16;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
 const SCAN_BLOCK: usize = 2048;
@@ -74,8 +85,10 @@ const MIN_BITS: u64 = 1 << 12;
 /// The smallest chunk of input worth a parallel task.
 pub(super) const MIN_CHUNK: usize = 1 << 15;
 
-/// A set to count by a bitmap scan, and the sets to project from its bitmap.
-type Scanned = (Dims, Vec<Dims>);
+/// A set to count by a bitmap scan, and the sets to project after it, in
+/// order, each `(set, from)`: from the scanned set's bitmap or from one
+/// projected before.
+type Scanned = (Dims, Vec<(Dims, Dims)>);
 
 /// Distinct-projection counts, exact, computed on demand and kept.
 pub(crate) struct Counter<'a> {
@@ -174,88 +187,135 @@ impl<'a> Counter<'a> {
     /// a scan costs), and scans run in parallel, in waves whose bitmaps
     /// together stay within the memory budget. A set within another of
     /// `sets` whose bitmap has few rows is projected from that bitmap
-    /// instead of scanned (`Bitmap::project`).
+    /// instead of scanned (`Bitmap::project`), or from a bitmap itself
+    /// projected.
     pub(crate) fn count_dense(&mut self, sets: &[Dims]) {
         debug_assert!(sets.iter().all(|&s| self.is_dense(s)));
         // The bitmaps' memory budget is the key array's: let it go first.
         self.keys = KeyArrays::default();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
         let scanned = self.derivations(sets);
-        // A scan's bits: its bitmaps, and the biggest projected one in flight.
-        let bits =
-            |(set, subs): &(Dims, Vec<Dims>)| cells(*set) + subs.iter().map(|&s| cells(s)).max().unwrap_or(0);
-        // Enough scans to keep each one's bitmaps in cache and every thread busy.
-        let total: u64 = scanned.iter().map(bits).sum();
-        let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
-        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(scanned.len());
-        let mut scans: Vec<(u64, Vec<Scanned>)> = vec![(0, Vec::new()); count];
-        for set in scanned {
-            // The biggest sets first, each to the scan with the fewest bits so far.
-            if let Some(scan) = scans.iter_mut().min_by_key(|(bits, _)| *bits) {
-                scan.0 += bits(&set);
-                scan.1.push(set);
-            }
+        if scanned.is_empty() {
+            return;
         }
+        let projected = |(_, subs): &Scanned| subs.iter().map(|&(s, _)| cells(s)).sum::<u64>();
+        let threads = if self.parallel { rayon::current_num_threads() } else { 1 };
+        // A scan's bits in flight: its bitmaps and those projected from them.
+        let bits =
+            |(filled, sets): (u64, Vec<Scanned>)| (filled + sets.iter().map(projected).sum::<u64>(), sets);
+        let mut scans: Vec<(u64, Vec<Scanned>)> =
+            self.group(scanned, threads).into_iter().map(bits).collect();
         let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         while !scans.is_empty() {
-            let (mut wave, mut bits) = (0, 0);
-            while wave < scans.len() && (wave == 0 || bits + scans[wave].0 <= budget) {
-                bits += scans[wave].0;
+            let (mut wave, mut used) = (0, 0);
+            while wave < scans.len() && (wave == 0 || used + scans[wave].0 <= budget) {
+                used += scans[wave].0;
                 wave += 1;
             }
+            let count = |(_, sets): &(u64, Vec<Scanned>)| self.finish(self.fill(sets), sets);
             let counted: Vec<Vec<(Dims, u64)>> = if self.parallel {
-                scans[..wave].par_iter().map(|(_, sets)| self.bitmaps(sets)).collect()
+                scans[..wave].par_iter().map(count).collect()
             } else {
-                scans[..wave].iter().map(|(_, sets)| self.bitmaps(sets)).collect()
+                scans[..wave].iter().map(count).collect()
             };
             self.known.extend(counted.into_iter().flatten());
             scans.drain(..wave);
         }
     }
 
+    /// `scanned` grouped into scans, each with its bits: enough scans to
+    /// keep each one's bitmaps in cache and every thread busy. Small
+    /// bitmaps (in L1) do not make scans of their own: each scan reads all
+    /// the input, which costs more than setting a bit in cache.
+    fn group(&self, scanned: Vec<Scanned>, threads: usize) -> Vec<(u64, Vec<Scanned>)> {
+        let cells = |set: Dims| self.cells(set).unwrap_or(0);
+        let big: Vec<u64> = scanned.iter().map(|(set, _)| cells(*set)).filter(|&c| c > SMALL_BITS).collect();
+        let total: u64 = big.iter().sum();
+        let count = (total.div_ceil(SCAN_BITS) as usize).max(threads).min(big.len()).max(1);
+        let mut scans: Vec<(u64, Vec<Scanned>)> = vec![(0, Vec::new()); count];
+        for set in scanned {
+            // The biggest sets first, each to the scan with the fewest bits so far.
+            if let Some(scan) = scans.iter_mut().min_by_key(|(bits, _)| *bits) {
+                scan.0 += cells(set.0);
+                scan.1.push(set);
+            }
+        }
+        scans
+    }
+
     /// The uncounted sets of `sets` to scan, biggest first, each with the
-    /// sets to project from its bitmap: a set within a scanned one whose
-    /// projection costs less than a scan comes from the smallest such.
+    /// sets to project, in order, each from the smallest bitmap holding it,
+    /// scanned or projected before it, whose projection costs less than a
+    /// scan of the entries.
     fn derivations(&self, sets: &[Dims]) -> Vec<Scanned> {
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
         let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
         // Biggest first, and a superset before its subsets on equal cells.
         todo.sort_unstable_by_key(|&s| (std::cmp::Reverse((cells(s), s.count_ones())), s));
         todo.dedup();
-        // A projection reads each row once (a few word operations) and the
-        // bits once; a scan writes a bit per entry.
-        let cheap = |set: Dims| {
-            Bitmap::rows(self.source.shape, set).saturating_mul(4).saturating_add(cells(set) / 64)
-                <= self.entries()
+        // A projection takes a word operation or two per row of up to 64
+        // cells; a scan reads every entry's coordinates and sets a bit at
+        // random, which costs more than a row. But a scan fills a bitmap
+        // small enough for L1 for about a nanosecond an entry: projecting
+        // one must be cheaper still.
+        let cheap = |from: Dims, set: Dims| {
+            let rows = Bitmap::row_words(self.source.shape, from);
+            rows.saturating_mul(if cells(set) <= SMALL_BITS { 4 } else { 1 }) <= self.entries()
         };
         let mut scanned: Vec<Scanned> = Vec::new();
         for set in todo {
-            let within = scanned.iter_mut().filter(|(s, _)| set & !s == 0 && cheap(*s));
-            match within.min_by_key(|(s, _)| cells(*s)) {
-                Some((_, subs)) => subs.push(set),
+            let mut source: Option<(u64, usize, Dims)> = None;
+            for (i, (s, subs)) in scanned.iter().enumerate() {
+                for from in std::iter::once(*s).chain(subs.iter().map(|&(sub, _)| sub)) {
+                    if set & !from == 0 && source.map_or(true, |b| cells(from) < b.0) && cheap(from, set) {
+                        source = Some((cells(from), i, from));
+                    }
+                }
+            }
+            match source {
+                Some((_, i, from)) => scanned[i].1.push((set, from)),
                 None => scanned.push((set, Vec::new())),
             }
         }
         scanned
     }
 
-    /// `D` of each of `sets` by one scan that sets a bit per cell in each
-    /// set's bitmap, and of the sets to project from each. The scan goes
-    /// block by block: each block of entries is read from memory once, then
-    /// stays in cache while every set takes it.
-    fn bitmaps(&self, sets: &[Scanned]) -> Vec<(Dims, u64)> {
-        let shape = self.source.shape;
-        let mut maps: Vec<Bitmap> = sets.iter().map(|&(set, _)| Bitmap::new(shape, set)).collect();
-        for start in (0..self.source.len).step_by(SCAN_BLOCK) {
-            let block = start..(start + SCAN_BLOCK).min(self.source.len);
+    /// The bitmaps of the scanned sets of `sets`, filled block by block:
+    /// each block of entries is read from memory once, then stays in cache
+    /// while every set takes it.
+    fn fill(&self, sets: &[Scanned]) -> Vec<Bitmap> {
+        let len = self.source.len;
+        let mut maps: Vec<Bitmap> =
+            sets.iter().map(|&(set, _)| Bitmap::new(self.source.shape, set)).collect();
+        for start in (0..len).step_by(SCAN_BLOCK) {
+            let block = start..(start + SCAN_BLOCK).min(len);
             for map in &mut maps {
                 map.fill(self.source, block.clone());
             }
         }
+        maps
+    }
+
+    /// `D` of each of `sets` by one scan of the entries, and of the sets
+    /// projected from them.
+    #[cfg(test)]
+    fn bitmaps(&self, sets: &[Scanned]) -> Vec<(Dims, u64)> {
+        self.finish(self.fill(sets), sets)
+    }
+
+    /// `D` of the scanned sets of `sets` from their filled bitmaps `maps`,
+    /// and of the sets projected from those (or from one projected before).
+    fn finish(&self, maps: Vec<Bitmap>, sets: &[Scanned]) -> Vec<(Dims, u64)> {
         let mut counts = Vec::new();
-        for (map, (_, subs)) in maps.iter().zip(sets) {
+        for (map, (_, subs)) in maps.into_iter().zip(sets) {
             counts.push((map.set, map.count()));
-            counts.extend(subs.iter().map(|&sub| (sub, map.project(shape, sub))));
+            let mut projected = vec![map];
+            for &(sub, from) in subs {
+                let Some(from) = projected.iter().find(|m| m.set == from) else { continue };
+                let into = from.project(self.source.shape, sub);
+                counts.push((sub, into.count()));
+                projected.push(into);
+            }
         }
         counts
     }

@@ -36,7 +36,10 @@
 //! orders (`compared` reports their sizes) and then of the most promising
 //! order, in one pass by its first dimension that also takes every other
 //! needed set containing it. The search stops when no order can beat the
-//! best one, so the answer is that of an exhaustive count.
+//! best one, so the answer is that of an exhaustive count. Above rank 5 the
+//! singles (which fewest-distinct-first sorts by) are counted with the
+//! references' prefix sets, in the same scans or projected from their
+//! bitmaps, and then only fewest-distinct-first's remaining sets.
 
 use crate::distinct::{dims_of, Counter, Dims};
 use crate::Source;
@@ -96,13 +99,16 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> AutoChoice {
     let mode_order = if rank <= EXACT_MAX_RANK {
         Search::new(rank, None).run(&mut counter, &references, None)
     } else {
-        let singles: Vec<Dims> = (0..rank).map(|d| 1 << d).collect();
-        count_all(&mut counter, &singles);
+        // Fewest-distinct-first needs the singles: they are counted with the
+        // references' sets, in the same scans (reading the input is what a
+        // scan costs) or projected from their bitmaps, then its own sets.
+        let singles = (0..rank).map(|d| 1 << d);
+        let sets: Vec<Dims> = singles.chain(references.iter().flat_map(|o| prefix_sets(o))).collect();
+        count_all(&mut counter, &sets);
         let mut fewest_distinct = identity.clone();
         fewest_distinct.sort_by_key(|&d| counter.get(1 << d)); // stable, as above
+        count_all(&mut counter, &prefix_sets(&fewest_distinct).collect::<Vec<_>>());
         let candidates = [identity, shortest_first, fewest_distinct];
-        let sets: Vec<Dims> = candidates.iter().flat_map(|o| prefix_sets(o)).collect();
-        count_all(&mut counter, &sets);
         let best = candidates.iter().min_by_key(|o| (cost(&counter, o), *o)).cloned().unwrap_or_default();
         if rank <= SEARCH_MAX_RANK {
             Search::new(rank, Some(&best)).run(&mut counter, &[], Some(SEARCH_WORK))

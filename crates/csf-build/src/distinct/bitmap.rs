@@ -37,6 +37,10 @@ impl Bitmap {
             2 => self.fill_with::<2>(source, range),
             3 => self.fill_with::<3>(source, range),
             4 => self.fill_with::<4>(source, range),
+            5 => self.fill_with::<5>(source, range),
+            6 => self.fill_with::<6>(source, range),
+            7 => self.fill_with::<7>(source, range),
+            8 => self.fill_with::<8>(source, range),
             _ => self.fill_with::<0>(source, range),
         }
     }
@@ -66,14 +70,30 @@ impl Bitmap {
         cells.checked_div(inner).unwrap_or(0)
     }
 
-    /// `D(sub)` for a set `sub` within this one, from the bits: row by row
+    /// The word operations of a `project` from `set`'s bitmap: rows times
+    /// the words a row spans.
+    pub(super) fn row_words(shape: &[u64], set: Dims) -> u64 {
+        let inner = dims_of(set).last().map_or(0, |d| shape[d]);
+        Self::rows(shape, set).saturating_mul(inner.div_ceil(64))
+    }
+
+    /// The bitmap of a set `sub` within this one, from the bits: row by row
     /// of the innermost dimension (the last of the set), each row ORed into
     /// `sub`'s bitmap when `sub` holds that dimension, else a bit for "any".
-    pub(super) fn project(&self, shape: &[u64], sub: Dims) -> u64 {
+    pub(super) fn project(&self, shape: &[u64], sub: Dims) -> Bitmap {
         debug_assert!(sub & !self.set == 0 && sub != 0);
         let (&inner, outer) = self.dims.split_last().expect("a set has dimensions");
         let extent = shape[inner];
         let mut into = Bitmap::new(shape, sub);
+        let rows = Self::rows(shape, self.set);
+        if sub == self.set & !(1 << inner) {
+            // Every outer dimension kept (a prefix set from the next longer
+            // one): row `r` is cell `r` of `sub`, no odometer needed.
+            for row in (0..rows).filter(|&row| any_in(&self.words, row * extent, extent)) {
+                into.words[(row >> 6) as usize] |= 1 << (row & 63);
+            }
+            return into;
+        }
         // `sub`'s stride of each outer dimension (0 where it has none).
         let strides: Vec<u64> = {
             let mut position = 0;
@@ -92,7 +112,7 @@ impl Bitmap {
         };
         let keeps_inner = sub >> inner & 1 == 1;
         let mut digits = vec![0u64; outer.len()];
-        for row in 0..Self::rows(shape, self.set) {
+        for row in 0..rows {
             let base: u64 = digits.iter().zip(&strides).map(|(d, s)| d * s).sum();
             let from = row * extent;
             if keeps_inner {
@@ -109,7 +129,7 @@ impl Bitmap {
                 *digit = 0;
             }
         }
-        into.count()
+        into
     }
 }
 

@@ -73,7 +73,7 @@ fn every_method_counts_exactly() {
                         let dense =
                             |s: Dims| Counter::new(&source, parallel).cells(s).is_some_and(|c| c <= 1 << 24);
                         for sup in (set..1 << rank).filter(|&s| s & set == set && dense(s)) {
-                            let counted = Counter::new(&source, parallel).bitmaps(&[(sup, vec![set])]);
+                            let counted = Counter::new(&source, parallel).bitmaps(&[(sup, vec![(set, sup)])]);
                             assert_eq!(counted[1], (set, want), "projected from {sup:b}: {what}");
                         }
                     }
@@ -166,7 +166,7 @@ fn sorted_input_gives_the_identity_prefixes() {
 
 /// Passes of one counter by one dimension after another: each from the last
 /// pass's keys (all dimensions pack into 64 bits), big buckets split into
-/// the spare key array, and the `u128` path in between.
+/// the spare key array.
 #[test]
 fn passes_reuse_the_last_pass_keys() {
     let shape = [3u64, 1 << 20, 50, 1 << 12];
@@ -210,5 +210,35 @@ fn a_set_of_many_fields_apart_counts_exactly() {
         let mut counter = Counter::new(&source, parallel);
         counter.count_pass(0, &[apart, (1 << 24) - 1]);
         assert_eq!(counter.get(apart), Some(brute(&indices, 24, apart)), "parallel {parallel}");
+    }
+}
+
+/// Projections chained from projected bitmaps, and small bitmaps riding in
+/// another set's scan, count as a scan per set does.
+#[test]
+fn chained_projections_count_exactly() {
+    let shape = [12u64, 12, 5, 12, 70];
+    let n = 4 * MIN_CHUNK;
+    let mut state = 3u64;
+    let indices: Vec<u64> =
+        (0..n * 5).map(|i| rand(&mut state) % (rand(&mut state) % shape[i % 5] + 1)).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let prefixes = [0b1111, 0b111, 0b11, 0b1];
+    let scanned = Counter::new(&source, false).derivations(&prefixes);
+    let chain = vec![(0b111, 0b1111), (0b11, 0b111), (0b1, 0b11)];
+    assert_eq!(scanned, [(0b1111, chain)], "each prefix from the next longer one");
+    for parallel in [false, true] {
+        // One set alone, and with small ones riding in its scan.
+        let mut counter = Counter::new(&source, parallel);
+        counter.count_dense(&[0b11111, 0b1000, 0b10000]);
+        for set in [0b11111, 0b1000, 0b10000] {
+            assert_eq!(counter.get(set), Some(brute(&indices, 5, set)), "set {set:b} parallel {parallel}");
+        }
+        let mut counter = Counter::new(&source, parallel);
+        let every: Vec<Dims> = (1..32).collect();
+        counter.count_dense(&every);
+        for set in every {
+            assert_eq!(counter.get(set), Some(brute(&indices, 5, set)), "set {set:b} parallel {parallel}");
+        }
     }
 }

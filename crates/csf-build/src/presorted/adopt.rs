@@ -107,6 +107,13 @@ struct Walked {
     in_order: bool,
 }
 
+impl Walked {
+    /// A walk that gave up at `entry` with `opened` nodes written.
+    fn stopped(entry: usize, opened: [usize; MAX_RANK], in_order: bool) -> Self {
+        Self { opened, stopped_at: Some(entry), in_order }
+    }
+}
+
 /// [`walk`] for rank `R` (0: any), with the value width a constant when it
 /// is a common one: the moves of values are then single loads and stores.
 fn walk_rank<const R: usize>(
@@ -138,69 +145,42 @@ fn walk<const R: usize, const W: usize>(
     let rank = if R == 0 { input.mode_order.len() } else { R };
     let leaf = rank - 1;
     let Packing::Bytes(width) = input.element_type.packing() else {
-        return Walked { opened: [0; MAX_RANK], stopped_at: Some(0), in_order: false };
+        return Walked::stopped(0, [0; MAX_RANK], false);
     };
     let width = if W == 0 { usize::from(width) } else { W };
-    let (policy, drop_zeros) = (input.options.duplicates, input.options.drop_zeros);
-    // The policies whose merges and drops a restored input reproduces.
-    let may_drop = policy != Duplicates::Error;
-    let may_merge = may_drop && !(policy == Duplicates::Sum && drop_zeros);
-    // The columns as slices by level, the leaf's apart (it is written).
+    let rules = Rules::of(input.options);
     let len = input.columns.first().map_or(0, Vec::len);
-    let mut by_dim: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
-    let mut leaf_column: &mut [u64] = &mut [];
-    for (dim, column) in input.columns.iter_mut().enumerate() {
-        if dim == dims[leaf] {
-            leaf_column = column;
-        } else {
-            by_dim[dim] = column;
-        }
-    }
-    let mut upper: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
-    for level in 0..leaf {
-        upper[level] = by_dim[dims[level]];
-    }
+    let (upper, leaf_column) = by_level(input.columns, &dims, rank);
     let values = &mut *input.values;
     let mut opened = [0usize; MAX_RANK];
     let mut last = [0u64; MAX_RANK];
-    let stop = |entry: usize, opened: [usize; MAX_RANK], in_order: bool| Walked {
-        opened,
-        stopped_at: Some(entry),
-        in_order,
-    };
     // Every entry overwrites the first `rank` words (zeroing it per entry
     // cost a `memset` call each).
     let mut tuple = [0u64; MAX_RANK];
     for entry in 0..len {
-        let mut inside = true;
-        for level in 0..leaf {
-            tuple[level] = upper[level][entry];
-            inside &= tuple[level] < extents[level];
-        }
-        tuple[leaf] = leaf_column[entry];
-        inside &= tuple[leaf] < extents[leaf];
+        let inside = read_tuple(&upper, leaf_column, entry, &extents[..rank], &mut tuple);
         let kept = opened[leaf];
         // The first level where the tuple leaves the last kept one's path
         // (`rank`: the same tuple); every level for the first kept entry.
         let split = if kept > 0 { (0..rank).find(|&l| tuple[l] != last[l]).unwrap_or(rank) } else { 0 };
         if !inside || (split < rank && tuple[split] < last[split] && kept > 0) {
-            return stop(entry, opened, false);
+            return Walked::stopped(entry, opened, false);
         }
         let value = entry * width..(entry + 1) * width;
-        if drop_zeros && is_zero(input.element_type, &values[value.clone()]) {
-            if !may_drop {
-                return stop(entry, opened, true);
+        if rules.drop_zeros && is_zero(input.element_type, &values[value.clone()]) {
+            if !rules.may_drop {
+                return Walked::stopped(entry, opened, true);
             }
             continue;
         }
         if split == rank {
-            if !may_merge {
-                return stop(entry, opened, true);
+            if !rules.may_merge {
+                return Walked::stopped(entry, opened, true);
             }
-            let (head, tail) = values.split_at_mut(entry * width);
+            let (head, tail) = values.split_at_mut(value.start);
             let into = &mut head[(kept - 1) * width..kept * width];
             // Sums were checked possible before the build: no error here.
-            let _ = merge_duplicate::<W>(input.element_type, policy, into, &tail[..width]);
+            let _ = merge_duplicate::<W>(input.element_type, rules.policy, into, &tail[..width]);
             continue;
         }
         for level in split..leaf {
@@ -216,6 +196,70 @@ fn walk<const R: usize, const W: usize>(
         }
     }
     Walked { opened, stopped_at: None, in_order: true }
+}
+
+/// What the duplicate policy and zero dropping let the walk do itself.
+struct Rules {
+    policy: Duplicates,
+    drop_zeros: bool,
+    /// Drop zeros (every policy but `Error`, whose error names input entries).
+    may_drop: bool,
+    /// Merge duplicates: those a restored input reproduces (not a sum that
+    /// might come to zero and be dropped).
+    may_merge: bool,
+}
+
+impl Rules {
+    fn of(options: &Options) -> Self {
+        let (policy, drop_zeros) = (options.duplicates, options.drop_zeros);
+        let may_drop = policy != Duplicates::Error;
+        let may_merge = may_drop && !(policy == Duplicates::Sum && drop_zeros);
+        Self { policy, drop_zeros, may_drop, may_merge }
+    }
+}
+
+/// The columns by level: the upper levels' (read), and the leaf level's
+/// (written: it becomes the leaf `crd`).
+fn by_level<'c>(
+    columns: &'c mut [Vec<u64>],
+    dims: &[usize; MAX_RANK],
+    rank: usize,
+) -> ([&'c [u64]; MAX_RANK], &'c mut [u64]) {
+    let leaf = rank - 1;
+    let mut by_dim: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
+    let mut leaf_column: &mut [u64] = &mut [];
+    for (dim, column) in columns.iter_mut().enumerate() {
+        if dim == dims[leaf] {
+            leaf_column = column;
+        } else {
+            by_dim[dim] = column;
+        }
+    }
+    let mut upper: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
+    for level in 0..leaf {
+        upper[level] = by_dim[dims[level]];
+    }
+    (upper, leaf_column)
+}
+
+/// Reads `entry`'s coordinates by level into the first `extents.len()`
+/// words of `tuple`; whether they lie inside the shape.
+#[inline(always)]
+fn read_tuple(
+    upper: &[&[u64]; MAX_RANK],
+    leaf_column: &[u64],
+    entry: usize,
+    extents: &[u64],
+    tuple: &mut [u64; MAX_RANK],
+) -> bool {
+    let leaf = extents.len() - 1;
+    let mut inside = true;
+    for level in 0..leaf {
+        tuple[level] = upper[level][entry];
+        inside &= tuple[level] < extents[level];
+    }
+    tuple[leaf] = leaf_column[entry];
+    inside & (tuple[leaf] < extents[leaf])
 }
 
 /// Puts the `kept` leaves of a walk that gave up at entry `read` in place
