@@ -242,3 +242,73 @@ fn chained_projections_count_exactly() {
         }
     }
 }
+
+/// A random tensor for the counting property: its rank (3 to 24), shape,
+/// row-major entries, and the sets to count. Extents mix 1-bit fields (many
+/// fields apart in a key), small and huge ones, or are all tiny; draws
+/// repeat often.
+fn random_counting_case(seed: u64) -> (usize, Vec<u64>, Vec<u64>, Vec<Dims>) {
+    let mut state = seed | 1;
+    let rank = 3 + (rand(&mut state) % 22) as usize;
+    const EXTENTS: [u64; 10] = [1, 2, 2, 3, 4, 12, 1000, 1 << 20, 1 << 40, u64::MAX];
+    // Half the shapes have only tiny extents: every set is a few bits wide.
+    let kinds = if rand(&mut state) % 2 == 0 { 4 } else { 10 };
+    let shape: Vec<u64> = (0..rank).map(|_| EXTENTS[(rand(&mut state) % kinds) as usize]).collect();
+    let n = (rand(&mut state) % 2000) as usize;
+    let indices: Vec<u64> = (0..n * rank)
+        .map(|i| {
+            let r = rand(&mut state) % shape[i % rank].clamp(1, 1 << 20);
+            if rand(&mut state) % 3 == 0 {
+                r
+            } else {
+                r % 4 % shape[i % rank]
+            }
+        })
+        .collect();
+    let mut sets: Vec<Dims> = (0..5).map(|_| rand(&mut state) % ((1 << rank) - 1) + 1).collect();
+    // And one of dimensions apart (every second or third from a random
+    // first), which the other sets' dimensions interleave in a pass's key.
+    let (from, step) = ((rand(&mut state) % 3) as usize, 2 + (rand(&mut state) % 2) as usize);
+    sets.push((from..rank).step_by(step).fold(0, |s, d| s | 1 << d));
+    (rank, shape, indices, sets)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 128 },
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Every way a counter counts agrees with a set of tuples on random
+    /// tensors of ranks 3 to 24: the dense sets by bitmap scans (with
+    /// projections, chained ones too, and small bitmaps riding in scans),
+    /// then every set by a pass of one counter by each of its dimensions in
+    /// turn, with the other sets of that dimension (later passes re-scatter
+    /// earlier passes' keys).
+    #[test]
+    fn every_counting_path_matches_the_tuples(seed in proptest::prelude::any::<u64>()) {
+        let (rank, shape, indices, sets) = random_counting_case(seed);
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: indices.len() / rank };
+        for parallel in [false, true] {
+            let mut counter = Counter::new(&source, parallel);
+            let dense: Vec<Dims> = sets.iter().copied().filter(|&s| counter.is_dense(s)).collect();
+            counter.count_dense(&dense);
+            for &set in &dense {
+                proptest::prop_assert_eq!(counter.get(set), Some(brute(&indices, rank, set)), "dense {:b}", set);
+            }
+            // A pass by each dimension takes every set holding it at once
+            // (their dimensions interleave in its keys), on one counter.
+            let mut counter = Counter::new(&source, parallel);
+            for a in 0..rank {
+                let with: Vec<Dims> = sets.iter().copied().filter(|&s| s >> a & 1 == 1).collect();
+                counter.known.retain(|s, _| !with.contains(s));
+                counter.count_pass(a, &with);
+                for &set in &with {
+                    let want = brute(&indices, rank, set);
+                    proptest::prop_assert_eq!(counter.get(set), Some(want), "pass by {} of {:b}", a, set);
+                }
+            }
+        }
+    }
+}
