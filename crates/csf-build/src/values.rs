@@ -107,15 +107,21 @@ impl<'a> Slots<'a> {
 
     /// Gathered slots back into the element type's packing.
     pub(crate) fn pack(&self, slots: Vec<u8>) -> Vec<u8> {
-        match self.element_type.packing() {
-            Packing::Bytes(_) => slots,
-            Packing::SubByte { bits, per_byte } => slots
-                .chunks(usize::from(per_byte))
-                .map(|codes| {
-                    codes.iter().enumerate().fold(0u8, |b, (i, &c)| b | c << (i as u32 * u32::from(bits)))
-                })
-                .collect(),
-        }
+        pack(self.element_type, slots)
+    }
+}
+
+/// Value slots of `element_type` as its values buffer stores them (4-bit
+/// codes two to a byte; other types as they are).
+pub(crate) fn pack(element_type: ElementType, slots: Vec<u8>) -> Vec<u8> {
+    match element_type.packing() {
+        Packing::Bytes(_) => slots,
+        Packing::SubByte { bits, per_byte } => slots
+            .chunks(usize::from(per_byte))
+            .map(|codes| {
+                codes.iter().enumerate().fold(0u8, |b, (i, &c)| b | c << (i as u32 * u32::from(bits)))
+            })
+            .collect(),
     }
 }
 

@@ -143,6 +143,35 @@ fn merges_and_drops_are_made_in_place_and_anything_out_of_order_is_copied() {
 }
 
 #[test]
+fn unsorted_input_writes_the_upper_levels_over_its_columns() {
+    // 5,000 random entries over 1000^4: nearly every entry opens a node on
+    // levels 1 to 3, so the upper arrays are about as long as a column.
+    let mut rng = csf_testdata::Rng::new(7);
+    let columns: Vec<Vec<u64>> = (0..4).map(|_| (0..5_000).map(|_| rng.below(1_000)).collect()).collect();
+    let coo = OwnedCoo {
+        shape: vec![1_000; 4],
+        columns,
+        element_type: ElementType::F64,
+        values: f64_values(5_000),
+    };
+    let options = Options { duplicates: Duplicates::Sum, ..Options::default() };
+    let columns: Vec<*const u8> = coo.columns.iter().map(|c| c.as_ptr().cast::<u8>()).collect();
+    let want = built_borrowed(&coo, &options);
+    let got = build_owned(coo, &options).unwrap();
+    assert_same(&Ok(got.clone()), &want);
+    let view = got.tensor.view();
+    let levels = view.levels();
+    assert_eq!(levels[2].crd.len(), 5_000, "level 2 has a node per entry");
+    let over_column = |bytes: &[u8]| columns.contains(&bytes.as_ptr());
+    // The longest arrays take the four columns, longest first: crd_2 and
+    // pos_2 (about 4,990 entries), crd_1, then pos_1; pos_3 (5,001 entries)
+    // does not fit a column of 5,000; the leaf crd is the sorted keys.
+    let pos: Vec<bool> = levels.iter().map(|l| over_column(l.pos.as_bytes())).collect();
+    let crd: Vec<bool> = levels.iter().map(|l| over_column(l.crd.as_bytes())).collect();
+    assert_eq!((pos, crd), (vec![false, true, true, false], vec![false, true, true, false]));
+}
+
+#[test]
 fn errors_are_the_same() {
     let shape = vec![4, 4, 4];
     let coo = |columns: Vec<Vec<u64>>, values: usize| OwnedCoo {

@@ -10,9 +10,20 @@ use rayon::prelude::*;
 use crate::key::{Key, Layout};
 use crate::sort::copy_slot;
 use crate::values::merge_duplicate;
-use crate::BuildError;
+use crate::{BuildError, Duplicates};
 
-use super::BuildJob;
+/// What writing the sorted keys needs to know of a build: not its input,
+/// which the writer never reads (so that `build_owned` can hand the input's
+/// arrays over to the levels first).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Writer {
+    pub(super) layout: Layout,
+    /// The bytes of a value slot.
+    pub(super) width: usize,
+    pub(super) element_type: hurray_format::ElementType,
+    pub(super) duplicates: Duplicates,
+    pub(super) parallel: bool,
+}
 
 /// One chunk's share of the output: whole buckets, so that no run of
 /// duplicates crosses chunks.
@@ -95,13 +106,13 @@ fn open_above<K: Key>(
     }
 }
 
-impl BuildJob<'_> {
+impl Writer {
     /// Writes every part (in parallel with `parallel`), and returns the
     /// leaves each could not write in place. The value copy is specialised by
     /// width (a `memcpy` call per value would cost more than the rest of the
     /// loop), and the common ranks and widths by rank too.
     pub(super) fn write_parts<K: Key>(&self, parts: Vec<Part<'_, K>>) -> Result<Vec<Side>, BuildError> {
-        let fill = |part: Part<'_, K>| match (self.slots.width, self.layout.rank) {
+        let fill = |part: Part<'_, K>| match (self.width, self.layout.rank) {
             (4, 3) => self.fill::<K, 4, 3>(part),
             (4, 4) => self.fill::<K, 4, 4>(part),
             (8, 3) => self.fill::<K, 8, 3>(part),
@@ -112,7 +123,7 @@ impl BuildJob<'_> {
             (8, _) => self.fill::<K, 8, 0>(part),
             _ => self.fill::<K, 0, 0>(part),
         };
-        if self.options.parallel {
+        if self.parallel {
             parts.into_par_iter().map(fill).collect()
         } else {
             parts.into_iter().map(fill).collect()
@@ -121,7 +132,7 @@ impl BuildJob<'_> {
 
     /// Writes one chunk's nodes, leaf coordinates and values, and returns
     /// the leaves it could not write in place; `W` is the value width (0:
-    /// `slots.width`), `R` the rank (0: `layout.rank`).
+    /// `self.width`), `R` the rank (0: `layout.rank`).
     fn fill<K: Key, const W: usize, const R: usize>(&self, part: Part<'_, K>) -> Result<Side, BuildError> {
         let Part { keys, values, start, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } = part;
         let layout = self.layout;
@@ -129,7 +140,7 @@ impl BuildJob<'_> {
         // slices below in registers.
         let rank = if R == 0 { layout.rank } else { R };
         let leaf = rank - 1;
-        let width = if W == 0 { self.slots.width } else { W };
+        let width = if W == 0 { self.width } else { W };
         let (mut side_keys, mut side_values) = (Vec::new(), Vec::new());
         let (mut crd, mut pos) = (by_level(crd_vec), by_level(pos_vec));
         // `count[L]`: nodes opened at level L so far, globally; `local[L]`: by this chunk.
@@ -157,7 +168,7 @@ impl BuildJob<'_> {
                         Some(k) => &mut values[k * width..(k + 1) * width],
                         None => &mut side_values[last * width..(last + 1) * width],
                     };
-                    merge_duplicate::<W>(self.slots.element_type, self.options.duplicates, into, slot)?;
+                    merge_duplicate::<W>(self.element_type, self.duplicates, into, slot)?;
                     continue;
                 };
                 open_above(&layout, key, split, leaf, (&mut crd, &mut pos), (&mut count, &mut local));

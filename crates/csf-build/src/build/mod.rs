@@ -27,6 +27,8 @@ use crate::values::Slots;
 use crate::{
     check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo, Source,
 };
+use plan::Spare;
+use radix::SortedTree;
 
 /// The most entries the presorted path's scan for strays takes when the
 /// build could use several threads: above, the radix sort's parallel passes
@@ -69,7 +71,10 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
 /// tensor its leaf level's coordinate array (the column of the last
 /// dimension in `mode_order`) and its values without copying them: only
 /// the levels above are written. Any other input is built as [`build`]
-/// builds it, then both arrays are freed.
+/// builds it, except that once its keys are sorted (the input is not read
+/// again) the values are freed and the coordinate columns become the upper
+/// levels' arrays, longest first, where they are long enough: memory
+/// already touched rather than fresh pages, and a lower peak.
 ///
 /// # Example
 /// ```
@@ -137,9 +142,13 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
             // one-pass walk again.
             let merged = read - kept;
             let presort = if in_order { Presort::Any } else { Presort::Disordered };
-            let built = with_borrowed(&shape, &columns, element_type, &values, |coo| {
-                Plan::new(coo, options, Some((mode_order, auto)))?.build(options, presort)
+            let staged = with_borrowed(&shape, &columns, element_type, &values, |coo| {
+                Plan::new(coo, options, Some((mode_order, auto)))?.stage(options, presort)
             });
+            // Once the keys are sorted, the input is not read again: its
+            // columns become the levels' arrays (fresh memory costs more).
+            drop(values);
+            let built = staged.and_then(|staged| staged.finish(Spare::new(columns), options));
             match built {
                 Ok(built) => Ok(Built { removed: built.removed + merged as u64, ..built }),
                 Err(BuildError::OutOfBounds { entry, dim, coord, extent }) if entry >= kept => {
@@ -215,11 +224,59 @@ impl<'a> Plan<'a> {
     }
 
     fn build(self, options: &Options, presort: Presort) -> Result<Built, BuildError> {
-        let (levels, values) = build_levels(&self.source, &self.slots, &self.mode_order, options, presort)?;
-        let removed = (self.source.len - values.len() / self.slots.width.max(1)) as u64;
-        let values = self.slots.pack(values);
-        let (element_type, shape) = (self.slots.element_type, self.source.shape.to_vec());
-        let Plan { mode_order, auto, .. } = self;
+        self.stage(options, presort)?.finish(Spare::default(), options)
+    }
+
+    /// As much of the build as reads the input: on the radix path, up to the
+    /// sorted keys; on the others, the whole tree.
+    fn stage(self, options: &Options, presort: Presort) -> Result<Staged, BuildError> {
+        let stage = build_levels(&self.source, &self.slots, &self.mode_order, options, presort)?;
+        let Plan { source, slots, mode_order, auto } = self;
+        let (element_type, width) = (slots.element_type, slots.width);
+        Ok(Staged {
+            stage,
+            len: source.len,
+            width,
+            element_type,
+            shape: source.shape.to_vec(),
+            mode_order,
+            auto,
+        })
+    }
+}
+
+/// A build whose input has been read: the tree, or the sorted keys to write it from.
+struct Staged {
+    stage: Stage,
+    /// Input entries.
+    len: usize,
+    /// The bytes of a value slot.
+    width: usize,
+    element_type: hurray_format::ElementType,
+    shape: Vec<u64>,
+    mode_order: Vec<u32>,
+    auto: Option<AutoChoice>,
+}
+
+/// What [`build_levels`] leaves: the levels and values, or the radix path's
+/// sorted keys (by key type) before the tree is written.
+enum Stage {
+    Written(Output),
+    Sorted64(SortedTree<u64>),
+    Sorted128(SortedTree<u128>),
+}
+
+impl Staged {
+    /// The tensor, its levels written into `spare` arrays where they fit.
+    fn finish(self, spare: Spare, options: &Options) -> Result<Built, BuildError> {
+        let Staged { stage, len, width, element_type, shape, mode_order, auto } = self;
+        let (levels, values) = match stage {
+            Stage::Written(output) => output,
+            Stage::Sorted64(tree) => tree.write(spare)?,
+            Stage::Sorted128(tree) => tree.write(spare)?,
+        };
+        let removed = (len - values.len() / width.max(1)) as u64;
+        let values = crate::values::pack(element_type, values);
         assemble(Assembly { element_type, shape, mode_order, auto, levels, values, removed }, options)
     }
 }
@@ -301,18 +358,18 @@ fn mode_order_of(
 
 /// The levels and values in `mode_order`, by the cheapest path that can take
 /// the input: a sort of packed keys for a small input, the presorted walk,
-/// the radix sort on the narrowest key type that holds a key, or the
-/// comparison sort.
+/// the radix sort on the narrowest key type that holds a key (which stops
+/// at the sorted keys: the caller writes the tree), or the comparison sort.
 fn build_levels(
     source: &Source<'_>,
     slots: &Slots<'_>,
     mode_order: &[u32],
     options: &Options,
     presort: Presort,
-) -> Result<Output, BuildError> {
+) -> Result<Stage, BuildError> {
     if presort != Presort::Off {
         if let Some(output) = small::try_build(source, slots, mode_order, options) {
-            return output;
+            return output.map(Stage::Written);
         }
     }
     let extents: Vec<u64> = mode_order.iter().map(|&d| source.shape[d as usize]).collect();
@@ -327,14 +384,18 @@ fn build_levels(
     if paths.one_pass || paths.strays {
         let input = presorted::Input { source, slots, mode_order, options };
         if let Some(output) = presorted::try_build(&input, paths)? {
-            return Ok(output);
+            return Ok(Stage::Written(output));
         }
     }
     let job = BuildJob { source, slots, mode_order, layout, options };
-    match layout.total_bits() {
-        0..=64 => job.run::<u64>(),
-        65..=128 => job.run::<u128>(),
-        _ => job.run_by_comparison(),
+    let sorted = match layout.total_bits() {
+        0..=64 => job.sort_tree::<u64>()?.map(Stage::Sorted64),
+        65..=128 => job.sort_tree::<u128>()?.map(Stage::Sorted128),
+        _ => None,
+    };
+    match sorted {
+        Some(stage) => Ok(stage),
+        None => job.run_by_comparison().map(Stage::Written),
     }
 }
 

@@ -38,6 +38,38 @@ pub(super) struct UpperLevels {
     pos: Vec<Vec<u64>>,
 }
 
+/// Arrays that a build's input no longer needs once its keys are sorted
+/// (`build_owned`'s coordinate columns), to write levels into: memory
+/// already mapped and touched, where a fresh array costs a page fault per
+/// 4 KiB written and the input's arrays an unmapping when freed.
+#[derive(Debug, Default)]
+pub(super) struct Spare(Vec<Vec<u64>>);
+
+impl Spare {
+    pub(super) fn new(arrays: Vec<Vec<u64>>) -> Self {
+        Self(arrays)
+    }
+
+    /// An array of `len` elements: the spare one of least capacity that
+    /// holds `len` without growing, cut to `len` (its tail is returned to the
+    /// allocator, in place: a big array is a memory map of its own), else
+    /// `len` zeros. A spare array keeps its old contents, which the chunks
+    /// overwrite (in debug builds it is filled with `u64::MAX`, so that an
+    /// entry left unwritten fails the output's validation).
+    fn take(&mut self, len: usize) -> Vec<u64> {
+        let fits = |a: &Vec<u64>| a.capacity() >= len;
+        let best = (0..self.0.len()).filter(|&i| fits(&self.0[i])).min_by_key(|&i| self.0[i].capacity());
+        let Some(best) = best else { return vec![0; len] };
+        let mut array = self.0.swap_remove(best);
+        array.resize(len, 0);
+        array.shrink_to_fit();
+        if cfg!(debug_assertions) {
+            array.fill(u64::MAX);
+        }
+        array
+    }
+}
+
 impl UpperLevels {
     /// The finished levels, with `leaf_crd` as the last level's `crd`.
     pub(super) fn with_leaf_crd(self, leaf_crd: Vec<u64>) -> Levels {
@@ -100,23 +132,29 @@ impl ChunkPlan {
             .sum()
     }
 
-    /// Every array but the leaf `crd` at its final size, zeroed but for the
-    /// `pos` entries no chunk writes: the first level's, and each level's
-    /// last (the end of the last node).
-    pub(super) fn allocate(&self) -> UpperLevels {
+    /// Every array but the leaf `crd` at its final size, each a `spare`
+    /// array where one fits (see [`Spare::take`]), else fresh zeros. The
+    /// chunks write every entry but the `pos` entries set here: the first
+    /// level's, and each level's last (the end of the last node).
+    pub(super) fn allocate(&self, spare: &mut Spare) -> UpperLevels {
         let totals = &self.totals;
         let leaf = totals.len() - 1;
-        let crd = totals[..leaf].iter().map(|&n| vec![0; n]).collect();
-        let pos = (0..totals.len())
-            .map(|level| match level {
-                0 => vec![0, totals[0] as u64],
-                _ => {
-                    let mut pos = vec![0; totals[level - 1] + 1];
-                    pos[totals[level - 1]] = totals[level] as u64;
-                    pos
-                }
-            })
-            .collect();
+        // The longest arrays first, so that they are the ones that get the spares.
+        let mut lengths: Vec<(usize, bool, usize)> = (0..leaf).map(|l| (totals[l], true, l)).collect();
+        lengths.extend((1..totals.len()).map(|l| (totals[l - 1] + 1, false, l)));
+        lengths.sort_unstable_by(|a, b| b.cmp(a));
+        let mut crd: Vec<Vec<u64>> = vec![Vec::new(); leaf];
+        let mut pos: Vec<Vec<u64>> = vec![Vec::new(); totals.len()];
+        for (len, is_crd, level) in lengths {
+            let array = spare.take(len);
+            if is_crd {
+                crd[level] = array;
+            } else {
+                pos[level] = array;
+                pos[level][len - 1] = totals[level] as u64;
+            }
+        }
+        pos[0] = vec![0, totals[0] as u64];
         UpperLevels { crd, pos }
     }
 

@@ -6,8 +6,9 @@ use crate::key::Key;
 use crate::sort::{sort_from, Payload, Sorted};
 use crate::{BuildError, Duplicates};
 
+use super::fill::Writer;
 use super::keyer::Keyer;
-use super::plan::ChunkPlan;
+use super::plan::{ChunkPlan, Spare};
 use super::{check_bounds, BuildJob, Output};
 
 /// What one sorted bucket adds to the tree, counted while it is in cache.
@@ -19,22 +20,29 @@ pub(super) struct Tally {
     first_duplicate: Option<usize>,
 }
 
+/// A radix build once its keys are sorted and tallied: what is left to
+/// write the tree, none of which reads the build's input.
+pub(super) struct SortedTree<K> {
+    keys: Vec<K>,
+    /// The value slots, in the keys' order (see `Layout::slot`).
+    values: Vec<u8>,
+    plan: ChunkPlan,
+    writer: Writer,
+}
+
 impl BuildJob<'_> {
     /// Sorts the keys (the values come along, see `sort.rs`), counting each
-    /// bucket's nodes per level while it is in cache; then prefix sums of
-    /// those counts give every chunk of buckets its place in each output
-    /// array, and the chunks write their `crd`/`pos` entries there (in
-    /// parallel with `parallel`). Every array is allocated once at its final
-    /// size; the leaf `crd` and the values are written over the sorted keys
-    /// and value slots, so the build touches no memory beyond its output and
-    /// small per-thread buffers.
-    pub(super) fn run<K: Key>(&self) -> Result<Output, BuildError> {
-        let Some(Sorted { mut keys, slots: mut values, starts, visits: mut tallies, top_shift }) =
+    /// bucket's nodes per level while it is in cache, and checks for
+    /// duplicates under `Error`: all of the build that reads the input.
+    /// [`SortedTree::write`] then writes the tree. `None` when the sort gave
+    /// up although every coordinate is inside the shape (not reached: the
+    /// comparison sort is the fallback).
+    pub(super) fn sort_tree<K: Key>(&self) -> Result<Option<SortedTree<K>>, BuildError> {
+        let Some(Sorted { keys, slots: values, starts, visits: mut tallies, top_shift }) =
             self.sort_and_tally::<K>()
         else {
             check_bounds(self.source)?;
-            // Not reached: the sort gives up only on a coordinate outside the shape.
-            return self.run_by_comparison();
+            return Ok(None);
         };
         self.tally_bucket_firsts(&mut tallies, &starts, top_shift);
         if self.options.duplicates == Duplicates::Error {
@@ -42,21 +50,18 @@ impl BuildJob<'_> {
                 return Err(self.duplicate_error_of(keys[i]));
             }
         }
-        let width = self.slots.width;
         let plan = ChunkPlan::new(starts, tallies, self.layout.rank, self.options.parallel);
-        let mut levels = plan.allocate();
-        let parts = plan.hand_out(&mut keys, &mut values, &mut levels, width);
-        let sides = self.write_parts(parts)?;
-        plan.place_leaves(&mut keys, &mut values, sides, width);
-        // The duplicates merged leave the arrays longer than the leaves.
-        let nnz = plan.leaves();
-        keys.truncate(nnz);
-        values.truncate(nnz * width);
-        if nnz < plan.keys() {
-            keys.shrink_to_fit();
-            values.shrink_to_fit();
+        Ok(Some(SortedTree { keys, values, plan, writer: self.writer() }))
+    }
+
+    fn writer(&self) -> Writer {
+        Writer {
+            layout: self.layout,
+            width: self.slots.width,
+            element_type: self.slots.element_type,
+            duplicates: self.options.duplicates,
+            parallel: self.options.parallel,
         }
-        Ok((levels.with_leaf_crd(K::into_u64s(keys)), values))
     }
 
     /// The sorted keys and value slots, each bucket tallied while it was in
@@ -112,5 +117,30 @@ impl BuildJob<'_> {
         let first = same.next().unwrap_or(0);
         let second = same.next().unwrap_or(first);
         BuildError::Duplicate { index, first, second }
+    }
+}
+
+impl<K: Key> SortedTree<K> {
+    /// Writes the tree: the upper levels into arrays taken from `spare`
+    /// where they fit (else fresh ones), the leaf `crd` and the values over
+    /// the sorted keys and value slots.
+    pub(super) fn write(self, mut spare: Spare) -> Result<Output, BuildError> {
+        let SortedTree { mut keys, mut values, plan, writer } = self;
+        let width = writer.width;
+        let mut levels = plan.allocate(&mut spare);
+        // The spare arrays left over are not needed: freed before the writing.
+        drop(spare);
+        let parts = plan.hand_out(&mut keys, &mut values, &mut levels, width);
+        let sides = writer.write_parts(parts)?;
+        plan.place_leaves(&mut keys, &mut values, sides, width);
+        // The duplicates merged leave the arrays longer than the leaves.
+        let nnz = plan.leaves();
+        keys.truncate(nnz);
+        values.truncate(nnz * width);
+        if nnz < plan.keys() {
+            keys.shrink_to_fit();
+            values.shrink_to_fit();
+        }
+        Ok((levels.with_leaf_crd(K::into_u64s(keys)), values))
     }
 }
