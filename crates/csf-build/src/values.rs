@@ -104,11 +104,6 @@ impl<'a> Slots<'a> {
             other => Err(BuildError::CannotSum(other)),
         }
     }
-
-    /// Gathered slots back into the element type's packing.
-    pub(crate) fn pack(&self, slots: Vec<u8>) -> Vec<u8> {
-        pack(self.element_type, slots)
-    }
 }
 
 /// Value slots of `element_type` as its values buffer stores them (4-bit

@@ -5,7 +5,7 @@ use csf_core::{CsfView, OwnedQuantization};
 use hurray_format::QuantScheme;
 
 use super::build;
-use crate::values::Slots;
+use crate::values::{pack, Slots};
 use crate::{BuildError, Built, Coo, Indices, ModeOrderPolicy, Options, Quantize};
 
 /// How [`reorder`] rebuilds a tensor.
@@ -87,7 +87,7 @@ pub fn reorder(view: &CsfView<'_>, options: &ReorderOptions) -> Result<Built, Bu
         shape: view.shape(),
         indices: Indices::RowMajor(&indices),
         element_type: values.element_type(),
-        values: slots.pack(slots.gather(&leaves, parallel)).into(),
+        values: pack(slots.element_type, slots.gather(&leaves, parallel)).into(),
     };
     let built = build(&coo, &options)?;
     // Per-tensor and per-channel parameters do not depend on leaf order.

@@ -40,7 +40,7 @@ use hurray_format::ElementType;
 use crate::build::{check_permutation, entry_count};
 use crate::concat::Joiner;
 use crate::order::choose;
-use crate::values::Slots;
+use crate::values::{pack, Slots};
 use crate::{
     build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Source,
     StatisticsSection,
@@ -516,13 +516,11 @@ impl ExternalBuilder {
         }
         // The records are copied out: give their memory back before the build.
         drop(held);
-        let packer =
-            Slots { element_type: self.element_type, width: self.record.width, data: Cow::Borrowed(&[]) };
         let coo = Coo {
             shape,
             indices: Indices::RowMajor(&coords),
             element_type: self.element_type,
-            values: Cow::Owned(packer.pack(slots)),
+            values: Cow::Owned(pack(self.element_type, slots)),
         };
         // Quantization needs every value: it comes after the join.
         let options = Options {
