@@ -1,12 +1,14 @@
 //! What `ModeOrderPolicy::Auto` costs against an identity build of the same tensor:
 //! `cargo run --release -p csf-build --example auto_cost [FILTER]`.
 //!
-//! The two builds are interleaved (identity, Auto, identity, Auto, ...) so
-//! that a neighbour's load falls on both alike, and each is timed by wall
-//! clock and by process CPU time (all threads). Reported per tensor: the best
-//! of each, the ratio Auto / identity of the best times, and the range of the
-//! per-round ratios, and the peak heap memory of each build above what was
-//! live before it (a counting global allocator, as in `benches/build.rs`).
+//! The builds are interleaved (identity, Auto, the order Auto chose given
+//! explicitly, identity, ...) so that a neighbour's load falls on all alike,
+//! and each is timed by wall clock and by process CPU time (all threads).
+//! Reported per tensor: the best of each, the ratio Auto / identity of the
+//! best times, and the range of the per-round ratios; the cost of choosing
+//! alone (Auto's best CPU time less the chosen order's) over the identity
+//! build's; and the peak heap memory of each build above what was live
+//! before it (a counting global allocator, as in `benches/build.rs`).
 //! The load average is printed at the start and the end.
 //!
 //! Environment: `AUTO_COST_ROUNDS` (default 5), `AUTO_COST_THREADS=1` for
@@ -96,6 +98,7 @@ fn run(name: &str, coo: &csf_testdata::TestTensor, rounds: usize, parallel: bool
         |mode_order| Options { mode_order, duplicates: Duplicates::Last, parallel, ..Options::default() };
     let mut identity = Best { wall: Duration::MAX, cpu: Duration::MAX, peak: 0 };
     let mut auto = Best { wall: Duration::MAX, cpu: Duration::MAX, peak: 0 };
+    let mut chosen = Best { wall: Duration::MAX, cpu: Duration::MAX, peak: 0 };
     let (mut lo, mut hi) = (f64::MAX, 0f64);
     let mut choice = None;
     // One warm-up round, not counted.
@@ -107,9 +110,15 @@ fn run(name: &str, coo: &csf_testdata::TestTensor, rounds: usize, parallel: bool
         identity.peak = identity.peak.max(ip);
         auto.peak = auto.peak.max(ap);
         choice = built.auto;
+        let order = choice.as_ref().map(|c| c.mode_order.clone()).unwrap_or_default();
+        let (built, cw, cc, _) =
+            timed(|| build(&input, &options(ModeOrderPolicy::Explicit(order))).expect("chosen order"));
+        drop(built);
         if round == 0 {
             continue;
         }
+        chosen.wall = chosen.wall.min(cw);
+        chosen.cpu = chosen.cpu.min(cc);
         identity.wall = identity.wall.min(iw);
         identity.cpu = identity.cpu.min(ic);
         auto.wall = auto.wall.min(aw);
@@ -120,7 +129,7 @@ fn run(name: &str, coo: &csf_testdata::TestTensor, rounds: usize, parallel: bool
     }
     let choice = choice.expect("Auto reports its choice");
     println!(
-        "| {name} | {} | {} ({}) | {} ({}) | {:.2} ({:.2}) | {lo:.2}-{hi:.2} | {:.1} / {:.1} | {:?} | {} |",
+        "| {name} | {} | {} ({}) | {} ({}) | {:.2} ({:.2}) | {lo:.2}-{hi:.2} | {} ({}) | {:.2} | {:.1} / {:.1} | {:?} | {} |",
         coo.len(),
         ms(identity.wall),
         ms(identity.cpu),
@@ -128,6 +137,9 @@ fn run(name: &str, coo: &csf_testdata::TestTensor, rounds: usize, parallel: bool
         ms(auto.cpu),
         auto.wall.as_secs_f64() / identity.wall.as_secs_f64(),
         auto.cpu.as_secs_f64() / identity.cpu.as_secs_f64(),
+        ms(chosen.wall),
+        ms(chosen.cpu),
+        auto.cpu.saturating_sub(chosen.cpu).as_secs_f64() / identity.cpu.as_secs_f64(),
         identity.peak as f64 / (1 << 20) as f64,
         auto.peak as f64 / (1 << 20) as f64,
         choice.mode_order,
@@ -152,9 +164,10 @@ fn main() {
     );
     println!(
         "| tensor | nnz | identity ms (CPU) | Auto ms (CPU) | Auto / identity, wall (CPU) | per-round wall \
-         ratios | peak MiB identity / Auto | Auto order | index bytes |"
+         ratios | chosen order built alone, ms (CPU) | choosing / identity (CPU) | peak MiB identity / Auto | \
+         Auto order | index bytes |"
     );
-    println!("|---|---:|---:|---:|---:|---|---:|---|---:|");
+    println!("|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|");
     let uniform = Distribution::Uniform;
     let skewed = Distribution::PowerLaw { skew: 3.0 };
     let cases: [(&str, &[u64], Distribution); 9] = [

@@ -24,9 +24,13 @@
 //!   `a`'s coordinate lies in one bucket. For every set that contains `a`,
 //!   projections in different buckets then differ, and `D(S)` is the sum
 //!   over buckets of the distinct masked keys in each: counted by a bitmap
-//!   of the bucket's cells when they are few (`2^26`), else with a small hash
-//!   table in cache. One scatter serves every set that contains `a`, where a
-//!   sort per set (as `Auto` did before) pays the scatter once per set.
+//!   of the bucket's cells when they are few (`2^23`, in L2), by a bitmap
+//!   per part when a little more (the bucket's cells split by their top bits
+//!   into parts of `2^20`, up to `2^28` cells), else with a small hash table
+//!   in cache. One scatter serves every set that contains `a`, where a sort
+//!   per set (as `Auto` did before) pays the scatter once per set; a dense
+//!   set rides in a pass that runs anyway when its bucket bitmap would stay
+//!   in L2 and its own scan's would not stay in L1 (`rides_in_pass`).
 //! - **sorted input**: entries already in lexicographic order give `D` of
 //!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
 //!
@@ -34,10 +38,11 @@
 //! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
 //! from them; a single scan bigger than that runs alone); a pass holds one
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
-//! 1 MiB and a bucket bitmap of at most 8 MiB and 2 bytes per entry; and
+//! 1 MiB and a bucket bitmap of at most 1 MiB and 2 bytes per entry; and
 //! either the last pass's keys (8 bytes per entry, when all dimensions pack
-//! into 64 bits: the next pass scatters them, and splits big buckets into
-//! them) or, for a bucket too big for one table, a copy of its keys. That is
+//! into 64 bits: the next pass scatters them, and splits big buckets and
+//! buckets' cells into them) or, for a bucket too big for one table or
+//! bitmap, a copy of its keys or cells. That is
 //! at most two key arrays, what the sort per set that `Auto` ran before held.
 
 use std::collections::HashMap;
@@ -74,6 +79,11 @@ const DENSE_BITS: u64 = 1 << 26;
 const SCAN_BITS: u64 = 1 << 23;
 /// A bitmap this small (8 KiB) stays in L1: it rides in another set's scan.
 const SMALL_BITS: u64 = 1 << 16;
+/// A bucket bitmap of at most this many bits (128 KiB) in a partition pass
+/// stays in L2: a dense set whose cells within a bucket are that few, and
+/// whose bitmap alone would not fit L1, is counted in a pass that runs
+/// anyway rather than by a scan (`Counter::rides_in_pass`).
+const RIDE_BITS: u32 = 20;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
 const SCAN_BLOCK: usize = 2048;
@@ -172,7 +182,7 @@ impl<'a> Counter<'a> {
     }
 
     /// The number of cells of `set` (the product of its extents), if it fits `u64`.
-    fn cells(&self, set: Dims) -> Option<u64> {
+    pub(crate) fn cells(&self, set: Dims) -> Option<u64> {
         dims_of(set).try_fold(1u64, |p, d| p.checked_mul(self.source.shape[d]))
     }
 
@@ -180,6 +190,23 @@ impl<'a> Counter<'a> {
     pub(crate) fn is_dense(&self, set: Dims) -> bool {
         let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
         self.cells(set).is_some_and(|c| c <= DENSE_BITS.min(budget))
+    }
+
+    /// Whether a partition pass by `a` counts the dense `set` for less than a
+    /// scan would: `set` holds `a`, its bitmap would not stay in L1 (a scan
+    /// fills one that does for about a nanosecond an entry), and its cells
+    /// within a bucket of the pass fit a bitmap in L2. Only when the pass's
+    /// keys hold every dimension anyway (`pass::packs_all`), so that the set
+    /// does not widen the pass.
+    pub(crate) fn rides_in_pass(&self, a: usize, set: Dims) -> bool {
+        let shape = self.source.shape;
+        let bits: u32 = dims_of(set).map(|d| bits_below(shape[d])).sum();
+        let in_bucket = bits.saturating_sub(pass::bucket_bits(bits_below(shape[a]), self.source.len));
+        set >> a & 1 == 1
+            && self.cells(set).is_some_and(|c| c > SMALL_BITS)
+            && pass::packs_all(shape)
+            && pass::fits_bucket_bitmap(set)
+            && in_bucket <= RIDE_BITS.min(pass::local_limit(self.source.len))
     }
 
     /// Counts every set of `sets` (all dense) by bitmaps. One scan of the
@@ -320,8 +347,8 @@ impl<'a> Counter<'a> {
         counts
     }
 
-    /// Counts every set of `sets` (each contains dimension `a`) in one
-    /// partition pass by `a`; in more than one when their coordinates do not
+    /// Counts every set of `sets` (each contains dimension `a`; dense ones
+    /// only where they ride, `rides_in_pass`) in one partition pass by `a`; in more than one when their coordinates do not
     /// pack into 128 bits together, and by comparison sorts for a set whose
     /// own coordinates do not.
     pub(crate) fn count_pass(&mut self, a: usize, sets: &[Dims]) {

@@ -32,10 +32,14 @@
 //! identity order gives the identity's sets in one scan. An order whose
 //! bound is above the best exact cost, or equal to it and the order later
 //! in the tie rule, cannot win, and its sets are not needed. The next round counts the smallest
-//! needed sets where a bitmap is cheap, else the sets of the reference
+//! needed sets where a bitmap is cheap, else the dense sets of the reference
 //! orders (`compared` reports their sizes) and then of the most promising
-//! order, in one pass by its first dimension that also takes every other
-//! needed set containing it. The search stops when no order can beat the
+//! order, else one partition pass. The passes are planned as a cover of the
+//! needed sets too big for a bitmap: each by the dimension that the most of
+//! them not yet covered contain, so that one scatter of the entries serves
+//! them all, and a dense set whose cells within a bucket of one of those
+//! passes fit a bitmap in L2 is counted there rather than by a scan of its
+//! own (a scan's bitmap that misses L1 costs more per entry). The search stops when no order can beat the
 //! best one, so the answer is that of an exhaustive count. Above rank 5 the
 //! singles (which fewest-distinct-first sorts by) are counted with the
 //! references' prefix sets, in the same scans or projected from their
@@ -296,35 +300,57 @@ impl Step {
 
 /// The next sets to count among `needed`: the smallest sets first where
 /// dense (they are cheap, and bound the bigger ones; with every needed dense
-/// set in the same scans), then the uncounted sets
-/// of `focus` (an order), by bitmaps where dense, else in one partition pass
-/// by its first dimension, which all its sets contain; the pass also counts
-/// the smallest needed sets that contain that dimension.
+/// set in the same scans), then the uncounted dense sets of `focus` (an
+/// order), then one partition pass: by the first dimension of `passes`
+/// (the cover of the sparse sets), with every needed sparse set that
+/// contains it. A dense set that rides in one of the passes
+/// (`Counter::rides_in_pass`: its bitmap within a bucket fits L2, where its
+/// own scan would miss L1) is counted in that pass instead of a scan.
 fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Step {
     let Some(smallest) = needed.iter().map(|s| s.count_ones()).min() else { return Step::Done };
+    let passes = passes(counter, needed, focus);
+    let rides = |s: Dims| passes.iter().any(|&a| counter.rides_in_pass(a, s));
     // The bigger dense sets ride along: a scan's cost is mostly reading the
     // input, the bigger sets are usually needed too, and the smaller ones
     // are projected from their bitmaps rather than scanned.
-    let dense: Vec<Dims> = needed.iter().copied().filter(|&s| counter.is_dense(s)).collect();
+    let dense: Vec<Dims> = needed.iter().copied().filter(|&s| counter.is_dense(s) && !rides(s)).collect();
     if dense.iter().any(|s| s.count_ones() == smallest) {
         return Step::Dense(dense);
     }
-    let mine: Vec<Dims> = prefix_sets(focus).filter(|&s| counter.get(s).is_none()).collect();
-    let dense: Vec<Dims> = mine.iter().copied().filter(|&s| counter.is_dense(s)).collect();
-    if !dense.is_empty() {
-        return Step::Dense(dense);
+    let mine: Vec<Dims> = prefix_sets(focus)
+        .filter(|&s| counter.get(s).is_none() && counter.is_dense(s) && !rides(s))
+        .collect();
+    if !mine.is_empty() {
+        return Step::Dense(mine);
     }
-    let Some(&a) = focus.first().filter(|_| !mine.is_empty()) else {
-        // No focus (cannot happen while sets are needed): the most shared dimension.
-        let a = most_shared(needed).unwrap_or(0);
-        return Step::Pass(a, needed.iter().copied().filter(|&s| s >> a & 1 == 1).collect());
+    let Some(&a) = passes.first() else { return Step::Dense(dense) };
+    let counts_in_pass = |s: Dims| s >> a & 1 == 1 && (!counter.is_dense(s) || counter.rides_in_pass(a, s));
+    Step::Pass(a, needed.iter().copied().filter(|&s| counts_in_pass(s)).collect())
+}
+
+/// The dimensions of the partition passes that count the sparse sets of
+/// `needed`, in order: each the dimension that the most sets not yet
+/// covered contain (one scatter of the entries serves them all), on ties
+/// the one whose pass the most dense cells would ride in (the scans it
+/// saves), then `focus`'s first dimension, then the lowest.
+fn passes(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Vec<usize> {
+    let rank = counter.extents().len();
+    let mut rest: Vec<Dims> = needed.iter().copied().filter(|&s| !counter.is_dense(s)).collect();
+    let riders = |d: usize| {
+        let ride = |&&s: &&Dims| counter.is_dense(s) && counter.rides_in_pass(d, s);
+        needed.iter().filter(ride).map(|&s| counter.cells(s).unwrap_or(0)).fold(0, u64::saturating_add)
     };
-    let a = a as usize;
-    let small = needed.iter().copied().filter(|&s| s >> a & 1 == 1 && !counter.is_dense(s));
-    let mut sets: Vec<Dims> = mine.into_iter().chain(small).collect();
-    sets.sort_unstable();
-    sets.dedup();
-    Step::Pass(a, sets)
+    let mut passes = Vec::new();
+    while !rest.is_empty() {
+        let score = |d: usize| {
+            let sets = rest.iter().filter(|&&s| s >> d & 1 == 1).count();
+            (sets, riders(d), focus.first() == Some(&(d as u32)), std::cmp::Reverse(d))
+        };
+        let Some(a) = (0..rank).max_by_key(|&d| score(d)) else { break };
+        passes.push(a);
+        rest.retain(|&s| s >> a & 1 == 0);
+    }
+    passes
 }
 
 /// `D(S)` where counted, else a lower bound, for every set of `0..rank`.

@@ -443,8 +443,30 @@ pub(crate) fn check_permutation(order: &[u32], rank: usize) -> Result<(), BuildE
 
 /// The first entry outside the shape, in input order.
 fn check_bounds(source: &Source<'_>) -> Result<(), BuildError> {
-    for entry in 0..source.len {
-        for (dim, &extent) in source.shape.iter().enumerate() {
+    let shape = source.shape;
+    // Nearly every input is inside its shape: blocks of rows (or whole
+    // columns) are checked without a branch per coordinate, and the entries
+    // are searched one by one only from the first block that fails. `Auto`
+    // runs this scan on its own before it counts.
+    const ROWS: usize = 256;
+    let outside = |row: &[u64]| row.iter().zip(shape).fold(false, |out, (&c, &e)| out | (c >= e));
+    let from = match source.indices {
+        Indices::RowMajor(flat) => {
+            let rank = shape.len().max(1);
+            let rows = &flat[..(source.len * rank).min(flat.len())];
+            rows.chunks(ROWS * rank)
+                .position(|block| block.chunks_exact(rank).fold(false, |o, r| o | outside(r)))
+                .map(|block| block * ROWS)
+        }
+        Indices::Columnar(cols) => cols
+            .iter()
+            .zip(shape)
+            .filter_map(|(col, &e)| col[..source.len.min(col.len())].iter().position(|&c| c >= e))
+            .min(),
+    };
+    let Some(from) = from else { return Ok(()) };
+    for entry in from..source.len {
+        for (dim, &extent) in shape.iter().enumerate() {
             let coord = source.coord(entry, dim);
             if coord >= extent {
                 return Err(BuildError::OutOfBounds { entry, dim, coord, extent });

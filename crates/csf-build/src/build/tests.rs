@@ -357,3 +357,43 @@ proptest::proptest! {
         proptest::prop_assert_eq!(result(true), result(false));
     }
 }
+
+/// `check_bounds` (which `Auto` runs before it reads the coordinates)
+/// names the first coordinate outside the shape in entry order, then
+/// dimension order, for row-major and columnar input alike: in a block of
+/// rows other than the first, with a later dimension's column failing at an
+/// earlier entry than an earlier dimension's, and at the last entry.
+#[test]
+fn the_first_coordinate_outside_the_shape_is_named() {
+    let shape = [5u64, 6, 7];
+    let n = 1000;
+    let inside = |e: usize, d: usize| (e * 7 + d * 3) as u64 % shape[d];
+    // (entry, dimension, coordinate) written outside, and the one named.
+    type Coordinate = (usize, usize, u64);
+    let cases: [(&[Coordinate], Option<Coordinate>); 5] = [
+        (&[], None),
+        (&[(700, 0, 5), (300, 2, 9)], Some((300, 2, 9))),
+        (&[(300, 2, 7), (300, 1, 6)], Some((300, 1, 6))),
+        (&[(999, 2, u64::MAX)], Some((999, 2, u64::MAX))),
+        (&[(0, 0, 5), (0, 1, 6)], Some((0, 0, 5))),
+    ];
+    for (outside, want) in cases {
+        let mut columns: Vec<Vec<u64>> = (0..3).map(|d| (0..n).map(|e| inside(e, d)).collect()).collect();
+        for &(e, d, c) in outside {
+            columns[d][e] = c;
+        }
+        let rows: Vec<u64> =
+            (0..n).flat_map(|e| (0..3).map(move |d| (e, d))).map(|(e, d)| columns[d][e]).collect();
+        let cols: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+        let want =
+            want.map(|(entry, dim, coord)| BuildError::OutOfBounds { entry, dim, coord, extent: shape[dim] });
+        for indices in [Indices::RowMajor(&rows), Indices::Columnar(&cols)] {
+            let source = Source { shape: &shape, indices, len: n };
+            assert_eq!(check_bounds(&source).err(), want, "{outside:?}");
+        }
+        let values = vec![1.0f64; n];
+        let auto =
+            Options { mode_order: ModeOrderPolicy::Auto, duplicates: Duplicates::Sum, ..Options::default() };
+        assert_eq!(build(&Coo::new(&shape, Indices::RowMajor(&rows), &values), &auto).err(), want);
+    }
+}

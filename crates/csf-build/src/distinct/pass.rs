@@ -12,8 +12,10 @@
 //! `a` first, scattering from the input.
 //!
 //! Per bucket, a set is counted by a bitmap of its bucket-local cells when
-//! they are few (`LOCAL_BITS`), else by a linear-probing hash table whose
-//! first probe does not branch on what it finds.
+//! they are few (`BITMAP_BITS`), by a bitmap per part when a little more
+//! (the cells split by their top bits into parts of `2^PART_BITS`, each
+//! counted in cache), else by a linear-probing hash table whose first probe
+//! does not branch on what it finds.
 
 use std::ops::Range;
 
@@ -22,8 +24,10 @@ use rayon::prelude::*;
 use super::{bits_below, dims_of, project, Dims, MIN_CHUNK};
 use crate::Source;
 
+mod count;
 mod key;
 
+use count::{Local, Scratch};
 pub(super) use key::{KeyArrays, PackedKey};
 
 /// The most buckets of a partition pass: 512 write streams stay within the
@@ -32,18 +36,23 @@ const BUCKET_BITS: u32 = 9;
 /// The number of entries a bucket aims at when there are too few entries to
 /// fill `2^BUCKET_BITS` buckets of it.
 const BUCKET_ENTRIES: usize = 1024;
-/// A bucket part up to this many keys is counted in one hash table (of
-/// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
-/// split by hash first.
-const TABLE_KEYS: usize = 1 << 15;
-/// A set whose cells within one bucket number at most `2^LOCAL_BITS` (8
-/// MiB of bitmap, within L3) is counted per bucket by a bitmap rather than a
-/// hash table: a bit set costs a fraction of a probe even when it misses L2
-/// (a probe's cost is its branch on what it finds). 10M entries of
-/// power-law-r4 500x5000x50000x500000, one thread: a set of 23 bits a cell
-/// counted in 70 ms less by bitmaps than by tables, one of 26 bits in 30 ms
-/// less.
-const LOCAL_BITS: u32 = 26;
+/// A set whose cells within one bucket number at most `2^BITMAP_BITS` (1
+/// MiB of bitmap, within L2) is counted per bucket by a bitmap rather than a
+/// hash table: a bit set costs a fraction of a probe (a probe's cost is its
+/// branch on what it finds).
+const BITMAP_BITS: u32 = 23;
+/// A set with more cells within a bucket, up to `2^(PART_BITS +
+/// SPLIT_BITS)`, has the bucket's cells split by their top bits into parts
+/// of `2^PART_BITS` cells (128 KiB of bitmap), each counted by one bitmap
+/// that stays in cache with the part. 10M entries of power-law-r4
+/// 500x5000x50000x500000, one thread: a set of 26 bits a cell took 290 ms
+/// with an 8 MiB bitmap a bucket, 117 ms split into 1 MiB parts, 80 ms into
+/// 128 KiB parts, and 125 ms in hash tables; one of 23 bits 57 ms in one
+/// bitmap a bucket and 90 ms split (docs/benchmarks.md).
+const PART_BITS: u32 = 20;
+/// The most bits a bucket's cells are split by: 256 parts, whose write
+/// streams stay within the TLB's reach.
+const SPLIT_BITS: u32 = 8;
 /// The most fields of a key a bucket bitmap's cell is made of (more, each
 /// of another dimension, and the set is hashed).
 const MAX_FIELDS: usize = 8;
@@ -71,7 +80,7 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn new(shape: &[u64], a: usize, sets: &[Dims]) -> Self {
         let union = sets.iter().fold(0, |u, &s| u | s);
-        let full = shape.iter().map(|&e| bits_below(e)).sum::<u32>() <= 64;
+        let full = packs_all(shape);
         let dims: Vec<usize> = if full {
             (0..shape.len()).collect()
         } else {
@@ -107,11 +116,7 @@ impl Plan {
         arrays: &mut KeyArrays,
         parallel: bool,
     ) -> Vec<u64> {
-        // Fewer buckets for fewer entries: a bucket of a few thousand keys
-        // fills its table well; no more than `a`'s bits, so that a bucket
-        // holds whole groups of equal `a`.
-        let want = usize::BITS - (source.len / BUCKET_ENTRIES).leading_zeros();
-        let bucket_bits = self.widths[self.at].min(BUCKET_BITS).min(want);
+        let bucket_bits = bucket_bits(self.widths[self.at], source.len);
         let by =
             Buckets { shift: self.a_shift + self.widths[self.at] - bucket_bits, count: 1 << bucket_bits };
         let reuse = self.full && arrays.full;
@@ -134,14 +139,12 @@ impl Plan {
         };
         let keys = &keys[..];
         let masks = self.masks::<K>();
-        // Each thread's bitmap stays within 2 bytes per entry (a key takes 8).
-        let local_bits = LOCAL_BITS.min((16 * source.len).max(1 << 12).ilog2());
         let locals: Vec<Option<Local>> =
-            self.fields.iter().map(|&f| self.local(f, bucket_bits, local_bits)).collect();
+            self.fields.iter().map(|&f| self.local(f, bucket_bits, local_limit(source.len))).collect();
         let count = |scratch: &mut Scratch<K>, (range, spare): (Range<usize>, &mut [K])| -> Vec<u64> {
             let keys = &keys[range];
             let mut count = |(&m, local): (&K, &Option<Local>)| match local {
-                Some(local) => scratch.local_count(keys, local),
+                Some(local) => scratch.local_count(keys, local, spare),
                 None => scratch.distinct(keys, m, spare),
             };
             masks.iter().zip(&locals).map(&mut count).collect()
@@ -157,12 +160,13 @@ impl Plan {
     }
 
     /// The bucket-local cells of the set of `fields` (bit `i` for `dims[i]`,
-    /// which holds `dims[at]`), if at most `2^most_bits`: the set's fields
-    /// of a key side by side, `a`'s without the top `bucket_bits`, which
-    /// are the bucket's.
+    /// which holds `dims[at]`), if at most `2^most_bits` (one bitmap), or
+    /// split into parts of at most that and `2^PART_BITS` by at most
+    /// `SPLIT_BITS`: the set's fields of a key side by side, `a`'s without
+    /// the top `bucket_bits`, which are the bucket's.
     fn local(&self, fields: u64, bucket_bits: u32, most_bits: u32) -> Option<Local> {
         let mut shift = self.bits;
-        let mut local = Local { fields: Vec::new(), bits: 0 };
+        let mut local = Local { fields: Vec::new(), bits: 0, part_bits: 0 };
         for (i, &width) in self.widths.iter().enumerate() {
             shift -= width;
             let width = if i == self.at { width - bucket_bits } else { width };
@@ -175,8 +179,36 @@ impl Plan {
                 local.bits += width;
             }
         }
-        (local.bits <= most_bits && local.fields.len() <= MAX_FIELDS).then_some(local)
+        local.part_bits = if local.bits <= most_bits { local.bits } else { PART_BITS.min(most_bits) };
+        (local.bits <= local.part_bits + SPLIT_BITS && local.fields.len() <= MAX_FIELDS).then_some(local)
     }
+}
+
+/// The bits of a pass's bucket number, the top bits of `a`'s field of
+/// `width` bits: fewer buckets for fewer entries (a bucket of a few thousand
+/// keys fills its table well), and no more than `a`'s bits, so that a bucket
+/// holds whole groups of equal `a`.
+pub(super) fn bucket_bits(width: u32, entries: usize) -> u32 {
+    let want = usize::BITS - (entries / BUCKET_ENTRIES).leading_zeros();
+    width.min(BUCKET_BITS).min(want)
+}
+
+/// The most bits of a bucket bitmap for `entries` entries: each thread's
+/// bitmap stays within 2 bytes per entry (a key takes 8).
+pub(super) fn local_limit(entries: usize) -> u32 {
+    BITMAP_BITS.min((16 * entries).max(1 << 12).ilog2())
+}
+
+/// Whether a key of every dimension of `shape` fits 64 bits: then every
+/// pass's keys hold them all (the full layout), whatever its sets.
+pub(super) fn packs_all(shape: &[u64]) -> bool {
+    shape.iter().map(|&e| bits_below(e)).sum::<u32>() <= 64
+}
+
+/// Whether every set of `set.count_ones()` dimensions apart in a key gets a
+/// bucket bitmap rather than a hash table when its cells are few.
+pub(super) fn fits_bucket_bitmap(set: Dims) -> bool {
+    set.count_ones() as usize <= MAX_FIELDS
 }
 
 /// What a pass scatters: keys packed from the input, or the last pass's.
@@ -336,183 +368,6 @@ fn bucket_slices<'s, K>(starts: &[usize], spare: Option<&'s mut Vec<K>>) -> Vec<
         rest = tail;
     }
     buckets
-}
-
-/// Where a set's projection of a key lies among a bucket's cells.
-struct Local {
-    /// `(shift, width)` of each of the set's fields in a key, highest first.
-    fields: Vec<(u32, u32)>,
-    /// Bits of a cell.
-    bits: u32,
-}
-
-impl Local {
-    /// `(shift, mask, shift)` of each field: from the key, and into the cell.
-    fn steps<const N: usize>(&self) -> [(u32, u64, u32); N] {
-        let mut steps = [(0, 0, 0); N];
-        let mut into = self.bits;
-        for (step, &(shift, width)) in steps.iter_mut().zip(&self.fields) {
-            into -= width;
-            *step = (shift, (1 << width) - 1, into);
-        }
-        steps
-    }
-}
-
-/// The cell of `key` by `steps` (from `Local::steps`).
-#[inline(always)]
-fn cell_of<K: PackedKey, const N: usize>(key: K, steps: &[(u32, u64, u32); N]) -> usize {
-    steps.iter().fold(0, |c, &(shift, mask, into)| c | (key.low64(shift) & mask) << into) as usize
-}
-
-/// One thread's hash table, split buffer and bitmap, reused from bucket to bucket.
-struct Scratch<K> {
-    table: Vec<K>,
-    split: Vec<K>,
-    starts: Vec<usize>,
-    /// All zero between buckets.
-    bitmap: Vec<u64>,
-}
-
-impl<K> Default for Scratch<K> {
-    fn default() -> Self {
-        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new(), bitmap: Vec::new() }
-    }
-}
-
-impl<K: PackedKey> Scratch<K> {
-    /// The number of distinct cells of `keys` by a bit per cell, cleared
-    /// again after: whole when no bigger than the keys, else word by word.
-    fn local_count(&mut self, keys: &[K], local: &Local) -> u64 {
-        // Fixed numbers of fields for the common cases: the loop unrolls.
-        match local.fields.len() {
-            0 | 1 => self.local_count_with::<1>(keys, local),
-            2 => self.local_count_with::<2>(keys, local),
-            3 => self.local_count_with::<3>(keys, local),
-            4 => self.local_count_with::<4>(keys, local),
-            _ => self.local_count_with::<MAX_FIELDS>(keys, local),
-        }
-    }
-
-    /// `local_count` for at most `N` fields.
-    fn local_count_with<const N: usize>(&mut self, keys: &[K], local: &Local) -> u64 {
-        let steps = local.steps::<N>();
-        let words = (1usize << local.bits).div_ceil(64);
-        if self.bitmap.len() < words {
-            // A fresh zeroed allocation, its pages mapped as bits touch them:
-            // a thread's scratch can be made several times a pass, and
-            // `resize` would write all of an 8 MiB bitmap each time.
-            self.bitmap = vec![0; words];
-        }
-        let map = &mut self.bitmap[..words];
-        let mut count = 0u64;
-        for &k in keys {
-            let cell = cell_of(k, &steps);
-            let (word, bit) = (cell >> 6, 1u64 << (cell & 63));
-            count += u64::from(map[word] & bit == 0);
-            map[word] |= bit;
-        }
-        if words <= keys.len() {
-            map.fill(0);
-        } else {
-            for &k in keys {
-                map[cell_of(k, &steps) >> 6] = 0;
-            }
-        }
-        count
-    }
-
-    /// The number of distinct `key & mask` over `keys`. A bucket too big for
-    /// one table in cache is split by hash into parts that each fit one.
-    /// The split goes into `spare` when it holds the keys (a slice of the
-    /// spare key array), else into a buffer of this thread's.
-    fn distinct(&mut self, keys: &[K], mask: K, spare: &mut [K]) -> u64 {
-        if keys.len() <= TABLE_KEYS {
-            return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
-        }
-        let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
-        let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
-        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
-        starts.clear();
-        starts.resize((1 << part_bits) + 1, 0);
-        // `premix` twice rather than a third array of keys: memory stays at
-        // the keys and one copy, however big the bucket.
-        for &k in keys {
-            starts[part((k & mask).premix()) + 1] += 1;
-        }
-        for p in 0..1 << part_bits {
-            starts[p + 1] += starts[p];
-        }
-        let split = if spare.len() >= keys.len() {
-            spare
-        } else {
-            buffer.clear();
-            buffer.resize(keys.len(), K::default());
-            &mut buffer[..]
-        };
-        // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
-        for &k in keys {
-            let v = (k & mask).premix();
-            let p = part(v);
-            split[starts[p]] = v;
-            starts[p] += 1;
-        }
-        let mut from = 0;
-        let mut total = 0;
-        for &to in &starts[..1 << part_bits] {
-            total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
-            from = to;
-        }
-        (self.split, self.starts) = (buffer, starts);
-        total
-    }
-
-    /// The number of distinct keys among `n` premixed keys, by linear
-    /// probing in a table of at least `2n` slots indexed by the `spread` bits
-    /// below its top `skip` (those chose the part the keys came from).
-    fn table_count(&mut self, keys: impl Iterator<Item = K>, n: usize, skip: u32) -> u64 {
-        let slot_bits = (2 * n).next_power_of_two().trailing_zeros().max(4);
-        let size = 1usize << slot_bits;
-        self.table.clear();
-        self.table.resize(size, K::EMPTY);
-        let (mut count, mut saw_empty) = (0u64, false);
-        let mut previous = None;
-        for k in keys {
-            // Sorted input repeats keys back to back: skip them without a
-            // probe (and its hard-to-predict branch).
-            if previous.replace(k) == Some(k) {
-                continue;
-            }
-            if k == K::EMPTY {
-                // Only with all-ones fields (extents of 2^64): counted aside.
-                saw_empty = true;
-                continue;
-            }
-            let mut i = ((k.spread() << skip) >> (64 - slot_bits)) as usize;
-            // The first probe without a branch on what it finds (a key seen
-            // or new is a coin toss): only a collision, the rarer case, goes on.
-            let slot = self.table[i];
-            let empty = slot == K::EMPTY;
-            self.table[i] = if empty { k } else { slot };
-            count += u64::from(empty);
-            if slot == k || empty {
-                continue;
-            }
-            loop {
-                i = (i + 1) & (size - 1);
-                let slot = self.table[i];
-                if slot == k {
-                    break;
-                }
-                if slot == K::EMPTY {
-                    self.table[i] = k;
-                    count += 1;
-                    break;
-                }
-            }
-        }
-        count + u64::from(saw_empty)
-    }
 }
 
 /// Splits `0..n` into chunks: one when not `parallel`, else a few per thread.

@@ -1,0 +1,235 @@
+//! Counting one set's distinct projections within one bucket of a
+//! partition pass: by a bitmap of the bucket's cells, by a bitmap per part
+//! of them, or by a hash table (see `pass.rs` for which).
+
+use super::{PackedKey, MAX_FIELDS};
+
+/// A bucket part up to this many keys is counted in one hash table (of
+/// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
+/// split by hash first.
+const TABLE_KEYS: usize = 1 << 15;
+/// Where a set's projection of a key lies among a bucket's cells.
+pub(super) struct Local {
+    /// `(shift, width)` of each of the set's fields in a key, highest first.
+    pub(super) fields: Vec<(u32, u32)>,
+    /// Bits of a cell.
+    pub(super) bits: u32,
+    /// Bits of a part's cells (the bitmap's size): the bucket's cells are
+    /// split by their top `bits - part_bits` bits first.
+    pub(super) part_bits: u32,
+}
+
+impl Local {
+    /// `(shift, mask, shift)` of each field: from the key, and into the cell.
+    fn steps<const N: usize>(&self) -> [(u32, u64, u32); N] {
+        let mut steps = [(0, 0, 0); N];
+        let mut into = self.bits;
+        for (step, &(shift, width)) in steps.iter_mut().zip(&self.fields) {
+            into -= width;
+            *step = (shift, (1 << width) - 1, into);
+        }
+        steps
+    }
+}
+
+/// The cell of `key` by `steps` (from `Local::steps`).
+#[inline(always)]
+fn cell_of<K: PackedKey, const N: usize>(key: K, steps: &[(u32, u64, u32); N]) -> usize {
+    steps.iter().fold(0, |c, &(shift, mask, into)| c | (key.low64(shift) & mask) << into) as usize
+}
+
+/// One thread's hash table, split buffer and bitmap, reused from bucket to bucket.
+pub(super) struct Scratch<K> {
+    table: Vec<K>,
+    split: Vec<K>,
+    starts: Vec<usize>,
+    /// All zero between buckets.
+    bitmap: Vec<u64>,
+}
+
+impl<K> Default for Scratch<K> {
+    fn default() -> Self {
+        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new(), bitmap: Vec::new() }
+    }
+}
+
+impl<K: PackedKey> Scratch<K> {
+    /// The number of distinct cells of `keys` by a bit per cell: one bitmap
+    /// of every cell, or, for more cells than it holds, a bitmap per part of
+    /// the cells split by their top bits (into `spare` when it holds the
+    /// keys, else into a buffer of this thread's).
+    pub(super) fn local_count(&mut self, keys: &[K], local: &Local, spare: &mut [K]) -> u64 {
+        // Fixed numbers of fields for the common cases: the loop unrolls.
+        match local.fields.len() {
+            0 | 1 => self.local_count_with::<1>(keys, local, spare),
+            2 => self.local_count_with::<2>(keys, local, spare),
+            3 => self.local_count_with::<3>(keys, local, spare),
+            4 => self.local_count_with::<4>(keys, local, spare),
+            _ => self.local_count_with::<MAX_FIELDS>(keys, local, spare),
+        }
+    }
+
+    /// `local_count` for at most `N` fields.
+    fn local_count_with<const N: usize>(&mut self, keys: &[K], local: &Local, spare: &mut [K]) -> u64 {
+        let steps = local.steps::<N>();
+        let cell = |k: K| cell_of(k, &steps);
+        if local.bits <= local.part_bits {
+            return self.bitmap_count(keys.iter().map(|&k| cell(k)), keys.len(), local.bits);
+        }
+        let part_bits = local.part_bits;
+        let parts = 1usize << (local.bits - part_bits);
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.clear();
+        starts.resize(parts + 1, 0);
+        for &k in keys {
+            starts[(cell(k) >> part_bits) + 1] += 1;
+        }
+        for p in 0..parts {
+            starts[p + 1] += starts[p];
+        }
+        let mut buffer = std::mem::take(&mut self.split);
+        let split = if spare.len() >= keys.len() {
+            &mut spare[..keys.len()]
+        } else {
+            buffer.clear();
+            buffer.resize(keys.len(), K::default());
+            &mut buffer[..]
+        };
+        // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
+        let low = (1usize << part_bits) - 1;
+        for &k in keys {
+            let c = cell(k);
+            let p = c >> part_bits;
+            split[starts[p]] = K::from_u64((c & low) as u64);
+            starts[p] += 1;
+        }
+        let mut from = 0;
+        let mut total = 0;
+        for &to in &starts[..parts] {
+            let part = &split[from..to];
+            total += self.bitmap_count(part.iter().map(|&c| c.low64(0) as usize), part.len(), part_bits);
+            from = to;
+        }
+        (self.split, self.starts) = (buffer, starts);
+        total
+    }
+
+    /// The number of distinct cells among `n` cells below `2^bits`, by this
+    /// thread's bitmap, cleared again after: whole when no bigger than the
+    /// cells, else word by word.
+    fn bitmap_count(&mut self, cells: impl Iterator<Item = usize> + Clone, n: usize, bits: u32) -> u64 {
+        let words = (1usize << bits).div_ceil(64);
+        if self.bitmap.len() < words {
+            // A fresh zeroed allocation, its pages mapped as bits touch them
+            // (`resize` would write all of it).
+            self.bitmap = vec![0; words];
+        }
+        let map = &mut self.bitmap[..words];
+        let mut count = 0u64;
+        for cell in cells.clone() {
+            let (word, bit) = (cell >> 6, 1u64 << (cell & 63));
+            count += u64::from(map[word] & bit == 0);
+            map[word] |= bit;
+        }
+        if words <= n {
+            map.fill(0);
+        } else {
+            for cell in cells {
+                map[cell >> 6] = 0;
+            }
+        }
+        count
+    }
+
+    /// The number of distinct `key & mask` over `keys`. A bucket too big for
+    /// one table in cache is split by hash into parts that each fit one.
+    /// The split goes into `spare` when it holds the keys (a slice of the
+    /// spare key array), else into a buffer of this thread's.
+    pub(super) fn distinct(&mut self, keys: &[K], mask: K, spare: &mut [K]) -> u64 {
+        if keys.len() <= TABLE_KEYS {
+            return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
+        }
+        let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
+        let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
+        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
+        starts.clear();
+        starts.resize((1 << part_bits) + 1, 0);
+        // `premix` twice rather than a third array of keys: memory stays at
+        // the keys and one copy, however big the bucket.
+        for &k in keys {
+            starts[part((k & mask).premix()) + 1] += 1;
+        }
+        for p in 0..1 << part_bits {
+            starts[p + 1] += starts[p];
+        }
+        let split = if spare.len() >= keys.len() {
+            spare
+        } else {
+            buffer.clear();
+            buffer.resize(keys.len(), K::default());
+            &mut buffer[..]
+        };
+        // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
+        for &k in keys {
+            let v = (k & mask).premix();
+            let p = part(v);
+            split[starts[p]] = v;
+            starts[p] += 1;
+        }
+        let mut from = 0;
+        let mut total = 0;
+        for &to in &starts[..1 << part_bits] {
+            total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
+            from = to;
+        }
+        (self.split, self.starts) = (buffer, starts);
+        total
+    }
+
+    /// The number of distinct keys among `n` premixed keys, by linear
+    /// probing in a table of at least `2n` slots indexed by the `spread` bits
+    /// below its top `skip` (those chose the part the keys came from).
+    fn table_count(&mut self, keys: impl Iterator<Item = K>, n: usize, skip: u32) -> u64 {
+        let slot_bits = (2 * n).next_power_of_two().trailing_zeros().max(4);
+        let size = 1usize << slot_bits;
+        self.table.clear();
+        self.table.resize(size, K::EMPTY);
+        let (mut count, mut saw_empty) = (0u64, false);
+        let mut previous = None;
+        for k in keys {
+            // Sorted input repeats keys back to back: skip them without a
+            // probe (and its hard-to-predict branch).
+            if previous.replace(k) == Some(k) {
+                continue;
+            }
+            if k == K::EMPTY {
+                // Only with all-ones fields (extents of 2^64): counted aside.
+                saw_empty = true;
+                continue;
+            }
+            let mut i = ((k.spread() << skip) >> (64 - slot_bits)) as usize;
+            // The first probe without a branch on what it finds (a key seen
+            // or new is a coin toss): only a collision, the rarer case, goes on.
+            let slot = self.table[i];
+            let empty = slot == K::EMPTY;
+            self.table[i] = if empty { k } else { slot };
+            count += u64::from(empty);
+            if slot == k || empty {
+                continue;
+            }
+            loop {
+                i = (i + 1) & (size - 1);
+                let slot = self.table[i];
+                if slot == k {
+                    break;
+                }
+                if slot == K::EMPTY {
+                    self.table[i] = k;
+                    count += 1;
+                    break;
+                }
+            }
+        }
+        count + u64::from(saw_empty)
+    }
+}
