@@ -44,11 +44,9 @@ const BITMAP_BITS: u32 = 23;
 /// A set with more cells within a bucket, up to `2^(PART_BITS +
 /// SPLIT_BITS)`, has the bucket's cells split by their top bits into parts
 /// of `2^PART_BITS` cells (128 KiB of bitmap), each counted by one bitmap
-/// that stays in cache with the part. 10M entries of power-law-r4
-/// 500x5000x50000x500000, one thread: a set of 26 bits a cell took 290 ms
-/// with an 8 MiB bitmap a bucket, 117 ms split into 1 MiB parts, 80 ms into
-/// 128 KiB parts, and 125 ms in hash tables; one of 23 bits 57 ms in one
-/// bitmap a bucket and 90 ms split (docs/benchmarks.md).
+/// that stays in cache with the part: a bit set in a bitmap beyond L2 costs
+/// more than the split and a bit set in cache together, and a probe of a
+/// hash table more still (docs/benchmarks.md, "Figures behind constants").
 const PART_BITS: u32 = 20;
 /// The most bits a bucket's cells are split by: 256 parts, whose write
 /// streams stay within the TLB's reach.
