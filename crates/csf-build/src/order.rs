@@ -18,32 +18,31 @@
 //! below closes, and on ties the heuristics' pick (so that it changes only
 //! to a smaller order); above rank 8 it is that best heuristic.
 //!
-//! **How, cheaply.** Counting every `D(S)` by a sort each (what this module
-//! did before) made an `Auto` build cost 2.3 to 13 identity builds
-//! (`docs/benchmarks.md`, "Auto at the cost of a build"). Now each set is counted by the
-//! cheapest exact method (`distinct.rs`: a bitmap scan for a set of few
-//! cells, one partition pass for all the sets that share a dimension), and
-//! only the sets that matter, in rounds. After each round every order gets a
-//! cost: exact when all its prefix sets are counted, else a *lower bound*
-//! (`D(T) <= D(S)` for `T` within `S`, and `D(T) <= D(S) * prod_{d in T \ S}
-//! D({d})` for `T` containing `S`); a set whose lower bound meets an upper
-//! one (`D(A) * prod_{d in S \ A} D({d})` for a counted `A` within `S`, or
-//! the entry count) is settled without counting, and input already in
-//! identity order gives the identity's sets in one scan. An order whose
-//! bound is above the best exact cost, or equal to it and the order later
-//! in the tie rule, cannot win, and its sets are not needed. The next round counts the smallest
-//! needed sets where a bitmap is cheap, else the dense sets of the reference
-//! orders (`compared` reports their sizes) and then of the most promising
-//! order, else one partition pass. The passes are planned as a cover of the
-//! needed sets too big for a bitmap: each by the dimension that the most of
-//! them not yet covered contain, so that one scatter of the entries serves
-//! them all, and a dense set whose cells within a bucket of one of those
-//! passes fit a bitmap in L2 is counted there rather than by a scan of its
-//! own (a scan's bitmap that misses L1 costs more per entry). The search stops when no order can beat the
-//! best one, so the answer is that of an exhaustive count. Above rank 5 the
-//! singles (which fewest-distinct-first sorts by) are counted with the
-//! references' prefix sets, in the same scans or projected from their
-//! bitmaps, and then only fewest-distinct-first's remaining sets.
+//! **How, cheaply.** Counting every `D(S)` by a sort each (what this module did
+//! before) made an `Auto` build cost 2.3 to 13 identity builds
+//! (`docs/benchmarks.md`, "Auto at the cost of a build"). Now each set is counted
+//! by the cheapest exact method (`distinct.rs`: a bitmap scan for a set of few
+//! cells, one partition pass for all the sets that share a dimension), and only the
+//! sets that matter, in rounds. After each round every order gets a cost: exact
+//! when all its prefix sets are counted, else a *lower bound* (`D(T) <= D(S)` for
+//! `T` within `S`, and `D(T) <= D(S) * prod_{d in T \ S} D({d})` for `T` containing
+//! `S`); a set whose lower bound meets an upper one (`D(A) * prod_{d in S \ A}
+//! D({d})` for a counted `A` within `S`, or the entry count) is settled without
+//! counting, and input already in identity order gives the identity's sets in one
+//! scan. An order whose bound is above the best exact cost, or equal to it and the
+//! order later in the tie rule, cannot win, and its sets are not needed. The next
+//! round counts the smallest needed sets where a bitmap is cheap, else the dense
+//! sets of the reference orders (`compared` reports their sizes) and then of the
+//! most promising order, else one partition pass. The passes are planned as a cover
+//! of the needed sets too big for a bitmap: each by the dimension that the most of
+//! them not yet covered contain, so that one scatter of the entries serves them
+//! all, and a dense set whose cells within a bucket of one of those passes fit a
+//! bitmap in L2 is counted there rather than by a scan of its own (a scan's bitmap
+//! that misses L1 costs more per entry). The search stops when no order can beat
+//! the best one, so the answer is that of an exhaustive count. Above rank 5 the
+//! singles (which fewest-distinct-first sorts by) are counted with the references'
+//! prefix sets, in the same scans or projected from their bitmaps, and then only
+//! fewest-distinct-first's remaining sets.
 
 use crate::distinct::{dims_of, Counter, Dims};
 use crate::Source;
