@@ -77,18 +77,39 @@ impl<K: PackedKey> Scratch<K> {
             return self.bitmap_count(keys.iter().map(|&k| cell(k)), keys.len(), local.bits);
         }
         let part_bits = local.part_bits;
-        let parts = 1usize << (local.bits - part_bits);
-        let mut starts = std::mem::take(&mut self.starts);
+        let low = (1usize << part_bits) - 1;
+        let split = |k: K| {
+            let c = cell(k);
+            (c >> part_bits, K::from_u64((c & low) as u64))
+        };
+        self.by_parts(keys, 1 << (local.bits - part_bits), split, spare, |scratch, part| {
+            scratch.bitmap_count(part.iter().map(|&c| c.low64(0) as usize), part.len(), part_bits)
+        })
+    }
+
+    /// Splits `keys` into `parts` parts by `split(key) = (part, value)`, each
+    /// part's values side by side (in `spare` when it holds the keys, else in
+    /// a buffer of this thread's), and adds up `count` of every part. `split`
+    /// runs twice a key (to size the parts, then to fill them) rather than
+    /// a third array: memory stays at the keys and one copy.
+    fn by_parts(
+        &mut self,
+        keys: &[K],
+        parts: usize,
+        split: impl Fn(K) -> (usize, K),
+        spare: &mut [K],
+        mut count: impl FnMut(&mut Self, &[K]) -> u64,
+    ) -> u64 {
+        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
         starts.clear();
         starts.resize(parts + 1, 0);
         for &k in keys {
-            starts[(cell(k) >> part_bits) + 1] += 1;
+            starts[split(k).0 + 1] += 1;
         }
         for p in 0..parts {
             starts[p + 1] += starts[p];
         }
-        let mut buffer = std::mem::take(&mut self.split);
-        let split = if spare.len() >= keys.len() {
+        let values = if spare.len() >= keys.len() {
             &mut spare[..keys.len()]
         } else {
             buffer.clear();
@@ -96,18 +117,15 @@ impl<K: PackedKey> Scratch<K> {
             &mut buffer[..]
         };
         // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
-        let low = (1usize << part_bits) - 1;
         for &k in keys {
-            let c = cell(k);
-            let p = c >> part_bits;
-            split[starts[p]] = K::from_u64((c & low) as u64);
+            let (p, v) = split(k);
+            values[starts[p]] = v;
             starts[p] += 1;
         }
         let mut from = 0;
         let mut total = 0;
         for &to in &starts[..parts] {
-            let part = &split[from..to];
-            total += self.bitmap_count(part.iter().map(|&c| c.low64(0) as usize), part.len(), part_bits);
+            total += count(self, &values[from..to]);
             from = to;
         }
         (self.split, self.starts) = (buffer, starts);
@@ -142,48 +160,20 @@ impl<K: PackedKey> Scratch<K> {
     }
 
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
-    /// one table in cache is split by hash into parts that each fit one.
-    /// The split goes into `spare` when it holds the keys (a slice of the
-    /// spare key array), else into a buffer of this thread's.
+    /// one table in cache is split by hash into parts that each fit one
+    /// (`by_parts`, into `spare` when it holds the keys).
     pub(super) fn distinct(&mut self, keys: &[K], mask: K, spare: &mut [K]) -> u64 {
         if keys.len() <= TABLE_KEYS {
             return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
         }
         let part_bits = usize::BITS - (keys.len() / TABLE_KEYS).leading_zeros();
-        let part = |v: K| (v.spread() >> (64 - part_bits)) as usize;
-        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
-        starts.clear();
-        starts.resize((1 << part_bits) + 1, 0);
-        // `premix` twice rather than a third array of keys: memory stays at
-        // the keys and one copy, however big the bucket.
-        for &k in keys {
-            starts[part((k & mask).premix()) + 1] += 1;
-        }
-        for p in 0..1 << part_bits {
-            starts[p + 1] += starts[p];
-        }
-        let split = if spare.len() >= keys.len() {
-            spare
-        } else {
-            buffer.clear();
-            buffer.resize(keys.len(), K::default());
-            &mut buffer[..]
-        };
-        // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
-        for &k in keys {
+        let split = |k: K| {
             let v = (k & mask).premix();
-            let p = part(v);
-            split[starts[p]] = v;
-            starts[p] += 1;
-        }
-        let mut from = 0;
-        let mut total = 0;
-        for &to in &starts[..1 << part_bits] {
-            total += self.table_count(split[from..to].iter().copied(), to - from, part_bits);
-            from = to;
-        }
-        (self.split, self.starts) = (buffer, starts);
-        total
+            ((v.spread() >> (64 - part_bits)) as usize, v)
+        };
+        self.by_parts(keys, 1 << part_bits, split, spare, |scratch, part| {
+            scratch.table_count(part.iter().copied(), part.len(), part_bits)
+        })
     }
 
     /// The number of distinct keys among `n` premixed keys, by linear
