@@ -61,9 +61,16 @@ use pass::{KeyArrays, Plan};
 /// A set of dimensions: bit `d` stands for dimension `d`.
 pub(crate) type Dims = u64;
 
-/// The dimensions of `set`, in increasing order.
+/// The dimensions of `set`, in increasing order. (One step a dimension, not
+/// a test of all 64 bits: the search's planning calls this on every set it
+/// weighs, which on inputs of a few entries costs more than the counting.)
 pub(crate) fn dims_of(set: Dims) -> impl Iterator<Item = usize> {
-    (0..64).filter(move |&d| set >> d & 1 == 1)
+    let mut rest = set;
+    std::iter::from_fn(move || {
+        let d = rest.trailing_zeros();
+        rest &= rest.wrapping_sub(1);
+        (d < Dims::BITS).then_some(d as usize)
+    })
 }
 
 /// Bits that hold every coordinate below `extent`.
@@ -94,6 +101,10 @@ const BITS_PER_ENTRY: u64 = 128;
 const MIN_BITS: u64 = 1 << 12;
 /// The smallest chunk of input worth a parallel task.
 pub(super) const MIN_CHUNK: usize = 1 << 15;
+/// Inputs of at most this many entries (the builder's small inputs) have
+/// each set counted by sorting its projections on the stack (`tiny`): the
+/// bitmaps' and passes' planning and buffers cost more than the counting.
+const TINY: usize = 64;
 
 /// A set to count by a bitmap scan, and the sets to project after it, in
 /// order, each `(set, from)`: from the scanned set's bitmap or from one
@@ -218,6 +229,9 @@ impl<'a> Counter<'a> {
     /// projected.
     pub(crate) fn count_dense(&mut self, sets: &[Dims]) {
         debug_assert!(sets.iter().all(|&s| self.is_dense(s)));
+        if self.count_tiny(sets) {
+            return;
+        }
         // The bitmaps' memory budget is the key array's: let it go first.
         self.keys = KeyArrays::default();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
@@ -352,6 +366,9 @@ impl<'a> Counter<'a> {
     /// pack into 128 bits together, and by comparison sorts for a set whose
     /// own coordinates do not.
     pub(crate) fn count_pass(&mut self, a: usize, sets: &[Dims]) {
+        if self.count_tiny(sets) {
+            return;
+        }
         let bits = |set: Dims| dims_of(set).map(|d| bits_below(self.source.shape[d])).sum::<u32>();
         let mut todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
         debug_assert!(todo.iter().all(|&s| s >> a & 1 == 1));
@@ -414,6 +431,45 @@ pub(super) fn project(
             }
         }
     }
+}
+
+impl Counter<'_> {
+    /// Counts `sets` on a tiny input (at most [`TINY`] entries), each by
+    /// [`tiny`]; `false` (nothing counted) on a bigger one.
+    fn count_tiny(&mut self, sets: &[Dims]) -> bool {
+        if self.source.len > TINY {
+            return false;
+        }
+        for &set in sets {
+            if self.get(set).is_none() {
+                let distinct = tiny(self.source, set);
+                self.known.insert(set, distinct);
+            }
+        }
+        true
+    }
+}
+
+/// `D(set)` of at most [`TINY`] entries: their projections packed into
+/// `u128` keys on the stack and sorted, or, wider than 128 bits, sorted by
+/// comparison.
+fn tiny(source: &Source<'_>, set: Dims) -> u64 {
+    let len = source.len.min(TINY);
+    let bits: u32 = dims_of(set).map(|d| bits_below(source.shape[d])).sum();
+    if bits > u128::BITS {
+        return by_comparison(source, set);
+    }
+    let mut keys = [0u128; TINY];
+    for (entry, key) in keys.iter_mut().enumerate().take(len) {
+        // Coordinates are inside the shape (`Auto` checks them first), so
+        // each fits its field.
+        *key = dims_of(set)
+            .fold(0, |k, d| k << bits_below(source.shape[d]) | u128::from(source.coord(entry, d)));
+    }
+    let keys = &mut keys[..len];
+    keys.sort_unstable();
+    let distinct = keys.windows(2).filter(|w| w[0] != w[1]).count();
+    (distinct + usize::from(len > 0)) as u64
 }
 
 /// `D(set)` by a comparison sort of the entries: for projections wider than

@@ -84,6 +84,55 @@ fn every_method_counts_exactly() {
     }
 }
 
+/// Inputs of at most `TINY` entries are counted by `tiny`, through both of
+/// the counter's entry points: every set of shapes with repeats, with sets
+/// wider than 128 bits (the comparison fallback), at the sizes around the
+/// limit, row-major and columnar.
+#[test]
+fn tiny_inputs_count_exactly() {
+    let shapes: [&[u64]; 4] =
+        [&[2, 3, 2], &[5, 300, 7, 1], &[1 << 40, 3, u64::MAX, u64::MAX - 1, 9], &[1; 6]];
+    let mut state = 0x7e57_u64;
+    for shape in shapes {
+        let rank = shape.len();
+        for n in [0, 1, 2, 7, TINY - 1, TINY] {
+            let indices: Vec<u64> = (0..n * rank)
+                .map(|i| {
+                    rand(&mut state)
+                        % shape[i % rank].min(if rand(&mut state) % 2 == 0 { 3 } else { 1 << 50 })
+                })
+                .collect();
+            let columns: Vec<Vec<u64>> =
+                (0..rank).map(|d| indices.iter().skip(d).step_by(rank).copied().collect()).collect();
+            let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+            for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
+                let source = Source { shape, indices: indices_of, len: n };
+                let mut dense = Counter::new(&source, false);
+                let sets: Vec<Dims> = (1..1u64 << rank).collect();
+                let dense_sets: Vec<Dims> = sets.iter().copied().filter(|&s| dense.is_dense(s)).collect();
+                dense.count_dense(&dense_sets);
+                for &set in &sets {
+                    let want = brute(&indices, rank, set);
+                    let what = format!("{shape:?}, {n} entries, set {set:b}");
+                    assert_eq!(tiny(&source, set), want, "{what}");
+                    if dense_sets.contains(&set) {
+                        assert_eq!(dense.get(set), Some(want), "dense: {what}");
+                    }
+                    let mut pass = Counter::new(&source, true);
+                    pass.count_pass(set.trailing_zeros() as usize, &[set]);
+                    assert_eq!(pass.get(set), Some(want), "pass: {what}");
+                }
+            }
+        }
+    }
+    // One entry more, and `tiny` counts nothing: the other paths do.
+    assert!(!Counter::new(
+        &Source { shape: &[2, 2, 2], indices: Indices::RowMajor(&[0; 3 * (TINY + 1)]), len: TINY + 1 },
+        false
+    )
+    .count_tiny(&[1]));
+}
+
 #[test]
 fn a_pass_counts_many_sets_at_once() {
     let shape = [1u64 << 50, 1 << 50, 1 << 50, 3];
