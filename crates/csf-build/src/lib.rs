@@ -112,8 +112,8 @@ pub enum Duplicates {
     /// Fail, naming the first duplicate (the default).
     #[default]
     Error,
-    /// Add them up (integers wrap; `bool` is OR). Only for integer, `bool`,
-    /// `f32` and `f64` values.
+    /// Add them up (integers wrap; `bool` is OR). Only for the integer types
+    /// of whole bytes (`i4` and `u4` are refused), `bool`, `f32` and `f64`.
     Sum,
     /// Keep the one that comes last in the input.
     Last,

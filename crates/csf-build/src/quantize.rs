@@ -4,7 +4,9 @@
 //! value within its group's range is at most half a scale step; NF4 picks the
 //! nearest NormalFloat level; MXFP follows OCP Microscaling v1.0 (shared
 //! power-of-two scale per 32 leaves, elements rounded to nearest even and
-//! saturated).
+//! saturated). Scales are binary32: a group that no finite binary32 scale
+//! covers, or a negative value for an unsigned type without zero points, is
+//! refused, never stored as NaN, an infinity or 0 (§ 5.7.4, "Range").
 
 use csf_core::{scalar, OwnedCsf, OwnedQuantization};
 use hurray_format::{ElementType, QuantScheme, Quantization};
@@ -131,6 +133,29 @@ pub enum QuantizeError {
         /// The leaf position.
         leaf: usize,
         /// The value.
+        value: f64,
+    },
+    /// A group holds a value too large for the scheme's binary32 arithmetic:
+    /// its scale, or what a code of the group dequantizes to (`docs/format.md`
+    /// § 5.7.3), would be infinite.
+    #[error(
+        "quantization group {group} holds {value}, too large in magnitude for the scheme's binary32 scales"
+    )]
+    TooLarge {
+        /// The group: the block, or the channel's index (0 per tensor).
+        group: usize,
+        /// The group's value of the largest magnitude.
+        value: f64,
+    },
+    /// A group of an unsigned type without zero points holds a negative
+    /// value, which the symmetric scheme would store as 0.
+    #[error(
+        "quantization group {group} holds {value}: an unsigned type without a zero point stores no negative value (use a zero point or a signed type)"
+    )]
+    Negative {
+        /// The group, as for `TooLarge`.
+        group: usize,
+        /// The group's most negative value.
         value: f64,
     },
 }
@@ -261,11 +286,25 @@ impl Plan {
         let (lo, hi) = (&ranges.lo, &ranges.hi);
         let groups = lo.len();
         let absmax: Vec<f64> = lo.iter().zip(hi).map(|(l, h)| l.abs().max(h.abs())).collect();
+        // A group whose values binary32 cannot scale is refused, never stored
+        // as infinite or NaN values: named by its value of largest magnitude.
+        let too_large = |g: usize| QuantizeError::TooLarge {
+            group: g,
+            value: if -lo[g] > hi[g] { lo[g] } else { hi[g] },
+        };
         let dtype = self.dtype;
         let (encoder, scale_type, scales, zero_points) = match self.scheme {
             QuantScheme::Nf4 => {
-                let scales = f32_bytes(absmax.iter().map(|&m| m as f32));
-                (Encoder::Nf4 { absmax }, ElementType::F32, scales, None)
+                let s = (0..groups)
+                    .map(|g| {
+                        if absmax[g] > 0.0 {
+                            scale_within(absmax[g], 1.0).ok_or(too_large(g))
+                        } else {
+                            Ok(0.0)
+                        }
+                    })
+                    .collect::<Result<Vec<f32>, _>>()?;
+                (Encoder::Nf4 { absmax }, ElementType::F32, f32_bytes(s.into_iter()), None)
             }
             QuantScheme::Mxfp => {
                 let format = Minifloat::of(dtype)
@@ -281,6 +320,12 @@ impl Plan {
                             }
                         })
                         .collect();
+                // Elements saturate at the format's largest magnitude: with the
+                // exponent clamped at 127, that times 2^127 must stay finite.
+                if let Some(g) = (0..groups).find(|&g| !(format.max as f32 * 2f32.powi(exps[g])).is_finite())
+                {
+                    return Err(too_large(g));
+                }
                 let scales = exps.iter().map(|&e| (e + 127) as u8).collect();
                 (Encoder::Mxfp { format, exps }, ElementType::E8M0, scales, None)
             }
@@ -291,8 +336,14 @@ impl Plan {
                     if self.zero_point {
                         return Err(QuantizeError::Unsupported("FP8 values take no zero point"));
                     }
-                    let s: Vec<f32> =
-                        absmax.iter().map(|&m| if m > 0.0 { (m / format.max) as f32 } else { 1.0 }).collect();
+                    let s = (0..groups)
+                        .map(|g| match absmax[g] {
+                            m if m > 0.0 => {
+                                scale_within(m / format.max, format.max as f32).ok_or(too_large(g))
+                            }
+                            _ => Ok(1.0),
+                        })
+                        .collect::<Result<Vec<f32>, _>>()?;
                     let scales = f32_bytes(s.iter().copied());
                     (Encoder::Fp8 { format, s }, ElementType::F32, scales, None)
                 } else {
@@ -308,9 +359,17 @@ impl Plan {
                                 s[g] = ((h - l) / (qmax - qmin) as f64) as f32;
                                 z[g] = ((qmin as f64 - l / f64::from(s[g])).round_ties_even() as i64)
                                     .clamp(qmin, qmax);
+                                // The codes' extremes, dequantized as § 5.7.3 does.
+                                let reach = (qmax - z[g]).max(z[g] - qmin) as f32;
+                                if !(reach * s[g]).is_finite() {
+                                    return Err(too_large(g));
+                                }
                             }
                         } else if absmax[g] > 0.0 {
-                            s[g] = (absmax[g] / qmax as f64) as f32;
+                            if qmin == 0 && lo[g] < 0.0 {
+                                return Err(QuantizeError::Negative { group: g, value: lo[g] });
+                            }
+                            s[g] = scale_within(absmax[g] / qmax as f64, qmax as f32).ok_or(too_large(g))?;
                         }
                     }
                     let zero_points = self.zero_point.then(|| pack_ints(dtype, &z));
@@ -423,6 +482,26 @@ impl Fitted {
     pub(crate) fn into_parts(self) -> (ElementType, OwnedQuantization) {
         (self.dtype, self.quantization)
     }
+}
+
+/// The binary32 scale nearest `exact` (positive) such that `reach` times it,
+/// the largest magnitude a code of the group dequantizes to in binary32
+/// (§ 5.7.3), is finite: one step down at a time when the nearest is too
+/// big by a rounding (a group whose values reach `f32::MAX`); `None` when no
+/// finite scale reaches that far (values beyond binary32's range).
+fn scale_within(exact: f64, reach: f32) -> Option<f32> {
+    let mut s = exact as f32;
+    for _ in 0..4 {
+        if !s.is_finite() {
+            return None;
+        }
+        if (reach * s).is_finite() {
+            return Some(s);
+        }
+        // Positive and finite: the next binary32 below.
+        s = f32::from_bits(s.to_bits() - 1);
+    }
+    None
 }
 
 fn f32_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {

@@ -2,8 +2,8 @@
 //! float input, the published tables, and strict validity of the files.
 
 use csf_build::{
-    build, reorder, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions,
-    StatisticsSection,
+    build, reorder, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, QuantizeError,
+    ReorderOptions, StatisticsSection,
 };
 use csf_core::scalar;
 use csf_testdata::{synthetic, Distribution, Rng};
@@ -145,6 +145,108 @@ fn quantizing_rejects_what_the_scheme_cannot_store() {
         Quantize::Mxfp { dtype: ElementType::I8 },
     ] {
         assert!(matches!(build(&coo, &with(spec)), Err(csf_build::BuildError::Quantize(_))), "{spec:?}");
+    }
+}
+
+/// Four leaves of a [2, 2, 2] tensor: `values` at (0,0,0), (0,1,1), (1,0,1), (1,1,0).
+fn four(values: &[f64; 4], quantize: Quantize) -> Result<Built, csf_build::BuildError> {
+    let indices = [0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0];
+    let coo = Coo::new(&[2, 2, 2], Indices::RowMajor(&indices), values);
+    build(&coo, &Options { quantize: Some(quantize), ..Options::default() })
+}
+
+/// Every value of a quantized tensor reads back finite.
+fn dequantized(built: &Built) -> Vec<f64> {
+    let view = built.tensor.view();
+    let mut out = Vec::new();
+    view.for_each(|index, _| out.push(f64::from(view.get_dequantized(index).unwrap())));
+    out
+}
+
+const EVERY_SCHEME: [Quantize; 8] = [
+    Quantize::PerTensor { dtype: ElementType::I8, zero_point: false },
+    Quantize::PerTensor { dtype: ElementType::U8, zero_point: true },
+    Quantize::PerChannel { axis: 2, dtype: ElementType::I16, zero_point: false },
+    Quantize::PerBlock { block_size: 2, dtype: ElementType::I32, zero_point: false },
+    Quantize::PerTensor { dtype: ElementType::F8E4M3, zero_point: false },
+    Quantize::Nf4 { block_size: 4 },
+    Quantize::Mxfp { dtype: ElementType::F8E4M3 },
+    Quantize::Mxfp { dtype: ElementType::F4E2M1 },
+];
+
+/// A finite value beyond binary32's range has no finite binary32 scale: the
+/// build names its group and value rather than storing infinite or NaN
+/// values (every other value of the group would dequantize to NaN).
+#[test]
+fn values_beyond_binary32_are_refused_not_stored_as_infinities() {
+    for spec in EVERY_SCHEME {
+        let result = four(&[0.5, -1e300, 3.0, 2.0], spec);
+        let Err(csf_build::BuildError::Quantize(QuantizeError::TooLarge { group, value })) = result else {
+            panic!("{spec:?}: {result:?}")
+        };
+        // Leaf 1 holds -1e300: group 0 of every scheme but per-channel by
+        // axis 2 (its index there is 1) and blocks of 2 (the first block).
+        assert_eq!(
+            (group, value),
+            (usize::from(matches!(spec, Quantize::PerChannel { .. })), -1e300),
+            "{spec:?}"
+        );
+    }
+}
+
+/// Values up to `f32::MAX` quantize to finite values near them: a scale
+/// whose product with the largest code would round past `f32::MAX` is
+/// taken one binary32 step smaller.
+#[test]
+fn values_up_to_f32_max_dequantize_finite_and_close() {
+    let big = f64::from(f32::MAX);
+    for spec in EVERY_SCHEME {
+        if matches!(spec, Quantize::PerTensor { zero_point: true, .. }) {
+            continue; // (asymmetric: below)
+        }
+        let built = four(&[big, -big, 1.0, big / 2.0], spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let got = dequantized(&built);
+        assert!(got.iter().all(|v| v.is_finite()), "{spec:?}: {got:?}");
+        // The two extremes within a relative 2^-2 for MXFP (f4e2m1's block
+        // maximum may saturate from 8 to 6 steps of its scale), 2^-3 for NF4,
+        // 2^-7 for every integer and FP8 scheme.
+        let tolerance = match spec {
+            Quantize::Mxfp { .. } => 0.25,
+            Quantize::Nf4 { .. } => 0.125,
+            _ => 1.0 / 128.0,
+        };
+        assert!((got[0] - big).abs() <= tolerance * big, "{spec:?}: {got:?}");
+        assert!((got[1] + big).abs() <= tolerance * big, "{spec:?}: {got:?}");
+    }
+    // With a zero point the codes reach one step past the range's ends:
+    // `f32::MAX` on one side fits, both sides at once do not.
+    let asymmetric = Quantize::PerTensor { dtype: ElementType::U8, zero_point: true };
+    let built = four(&[big, 0.0, 1.0, big / 2.0], asymmetric).unwrap();
+    assert!(dequantized(&built).iter().all(|v| v.is_finite()));
+    let both = four(&[big, -big, 1.0, 2.0], asymmetric);
+    assert!(
+        matches!(both, Err(csf_build::BuildError::Quantize(QuantizeError::TooLarge { group: 0, .. }))),
+        "{both:?}"
+    );
+}
+
+/// An unsigned type without zero points holds no negative value: such a
+/// group is refused (it would store every negative value as 0), while
+/// non-negative groups and zero points are fine.
+#[test]
+fn negative_values_in_unsigned_symmetric_groups_are_refused() {
+    let unsigned = |dtype| Quantize::PerBlock { block_size: 2, dtype, zero_point: false };
+    for dtype in [ElementType::U4, ElementType::U8, ElementType::U16, ElementType::U32] {
+        let result = four(&[1.0, 2.0, 3.0, -0.25], unsigned(dtype));
+        assert!(
+            matches!(result, Err(csf_build::BuildError::Quantize(QuantizeError::Negative { group: 1, value })) if value == -0.25),
+            "{dtype:?}: {result:?}"
+        );
+        let built = four(&[1.0, 2.0, 3.0, 0.0], unsigned(dtype)).unwrap();
+        assert_eq!(dequantized(&built).iter().filter(|v| **v < 0.0).count(), 0);
+        let with_zero_point = Quantize::PerBlock { block_size: 2, dtype, zero_point: true };
+        let built = four(&[1.0, 2.0, 3.0, -0.25], with_zero_point).unwrap();
+        assert!(dequantized(&built)[3] < 0.0, "{dtype:?}");
     }
 }
 
