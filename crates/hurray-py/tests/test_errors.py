@@ -381,6 +381,17 @@ def test_quantizing_a_non_finite_value_is_a_build_error():
         hc.from_coo(SPEC_COORDS, np.array([1, np.nan, 3, 4], np.float32), SPEC_SHAPE, quantize="per-tensor")
 
 
+def test_quantizing_beyond_float32_or_negative_into_unsigned_is_a_build_error():
+    # A finite float64 value no float32 scale covers would read back as inf or NaN.
+    with pytest.raises(hc.BuildError, match="too large"):
+        hc.from_coo(SPEC_COORDS, np.array([1, 1e300, 3, 4]), SPEC_SHAPE, quantize="per-tensor")
+    # An unsigned type without a zero point would store -2 as 0.
+    with pytest.raises(hc.BuildError, match="negative"):
+        hc.from_coo(SPEC_COORDS, np.array([1, -2, 3, 4], np.float32), SPEC_SHAPE, quantize="per-tensor:u8")
+    q = hc.from_coo(SPEC_COORDS, np.array([1, -2, 3, 4], np.float32), SPEC_SHAPE, quantize="per-tensor:u8:zp")
+    assert np.abs(q.lookup(SPEC_COORDS) - np.array([1, -2, 3, 4])).max() <= 4.0 / 255
+
+
 def test_describing_levels_of_a_quantized_tensor(quantizable):
     coords, values, shape = quantizable
     plain = hc.from_coo(coords, values, shape)
