@@ -97,30 +97,39 @@ pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut
     }
 }
 
-/// Sorts `keys` stably by their bits `0..hi` (the bits above `hi` must be
+/// Sorts `keys` stably by their bits `lo..hi` (the bits above `hi` must be
 /// the same in every key) and moves each key's `width`-byte slot in `slots`
-/// along with it. `W` is the width when constant (0: `width`).
+/// along with it. Keys equal in bits `lo..hi` keep their order, so the keys
+/// end up sorted by all of bits `0..hi` when they arrive sorted by bits
+/// `0..lo` wherever their bits from `lo` up are equal (input already in
+/// order by the last levels, `sort_from`'s `ordered`). `W` is the width
+/// when constant (0: `width`).
 pub(crate) fn sort_with<K: Key, const W: usize>(
     keys: &mut [K],
     slots: &mut [u8],
     width: usize,
-    hi: u32,
+    (lo, hi): (u32, u32),
     scratch: &mut Scratch<K>,
 ) {
-    if in_order(keys, hi) {
+    if in_order(keys, lo, hi) {
         return;
     }
     let Scratch { keys: part_keys, slots: part_slots, work } = scratch;
-    if let Some(order) = order(keys, hi, work) {
-        // The keys are in `work` now; the slots need a copy to gather from.
+    if let Some(order) = order(keys, lo, hi, work) {
+        // The order is in `work` now; the slots (and, when the words left
+        // out the bits below `lo`, the keys) need a copy to gather from.
         work.slots.clear();
         work.slots.extend_from_slice(slots);
-        write::<K, W>(order, work, &work.slots, (keys, slots), width);
+        part_keys.clear();
+        if lo > 0 {
+            part_keys.extend_from_slice(keys);
+        }
+        write::<K, W>(order, work, (part_keys, &work.slots), (keys, slots), width);
         return;
     }
     // Too big for the cache: an MSD pass into the scratch, then each part
     // sorted from there back into place.
-    let shift = hi - hi.min(DIGIT_BITS);
+    let shift = hi - (hi - lo).min(DIGIT_BITS);
     part_keys.resize(keys.len(), K::default());
     part_slots.resize(slots.len(), 0);
     let starts = msd_pass::<K, W>((keys, slots), (part_keys, part_slots), width, shift, hi);
@@ -128,25 +137,25 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
         let (a, b) = (starts[d], starts[d + 1]);
         let src = (&part_keys[a..b], &part_slots[a * width..b * width]);
         let dst = (&mut keys[a..b], &mut slots[a * width..b * width]);
-        if in_order(src.0, shift) {
+        if in_order(src.0, lo, shift) {
             dst.0.copy_from_slice(src.0);
             dst.1.copy_from_slice(src.1);
-        } else if let Some(order) = order(src.0, shift, work) {
-            write::<K, W>(order, work, src.1, dst, width);
+        } else if let Some(order) = order(src.0, lo, shift, work) {
+            write::<K, W>(order, work, src, dst, width);
         } else {
             // Still too big (a heavy coordinate, or more bits than a word holds beside
             // the index, as `u128` keys have): in place, with buffers of its own.
             dst.0.copy_from_slice(src.0);
             dst.1.copy_from_slice(src.1);
-            sort_with::<K, W>(dst.0, dst.1, width, shift, &mut Scratch::default());
+            sort_with::<K, W>(dst.0, dst.1, width, (lo, shift), &mut Scratch::default());
         }
     }
 }
 
 /// Whether `keys` (equal from bit `hi` up) are already in stable order by
-/// bits `0..hi`: sorted keys, equal ones included, are.
-fn in_order<K: Key>(keys: &[K], hi: u32) -> bool {
-    keys.len() < 2 || hi == 0 || keys.windows(2).all(|w| w[0] <= w[1])
+/// bits `lo..hi`: nothing to sort, or sorted keys (equal ones included).
+fn in_order<K: Key>(keys: &[K], lo: u32, hi: u32) -> bool {
+    keys.len() < 2 || hi <= lo || keys.windows(2).all(|w| w[0] <= w[1])
 }
 
 /// Keys and their slots to read.
@@ -158,22 +167,24 @@ type Dst<'a, K> = (&'a mut [K], &'a mut [u8]);
 enum Order<K> {
     /// In `pairs`: (key, index).
     Pairs,
-    /// In `words[0]`: the key's bits `0..hi` above an `index_bits`-bit index;
-    /// the bits from `hi` up are `high`'s.
-    Words { high: K, hi: u32, index_bits: u32 },
+    /// In `words[0]`: the key's bits `lo..hi` above an `index_bits`-bit
+    /// index; the bits from `hi` up are `high`'s. With `lo > 0` the words
+    /// do not hold the whole key: it is read from the source by its index.
+    Words { high: K, lo: u32, hi: u32, index_bits: u32 },
 }
 
 /// Puts the keys of a bucket that fits the cache in stable order by bits
-/// `0..hi`, in `work`, or returns `None` for a bucket too big for that (or
+/// `lo..hi`, in `work`, or returns `None` for a bucket too big for that (or
 /// whose bits leave no room for an index in a `u64` word).
 ///
 /// A small bucket takes a comparison sort of (key, index) pairs: unique, so
-/// that an unstable sort is stable on the keys. Others are sorted as words
-/// of the key's bits over the index: LSD passes over only the top bits,
-/// about 8 more than the bucket's size needs to tell most keys apart (a key
-/// of 48 bits below the top digit would take four passes), then each run of
-/// words equal in those bits sorted on the rest.
-fn order<K: Key>(keys: &[K], hi: u32, work: &mut Work<K>) -> Option<Order<K>> {
+/// that an unstable sort is stable on the keys (and sorts by the bits below
+/// `lo` too, which `sort_with`'s callers have in order already). Others are
+/// sorted as words of the key's bits over the index: LSD passes over only the
+/// top bits, about 8 more than the bucket's size needs to tell most keys
+/// apart (a key of 48 bits below the top digit would take four passes), then
+/// each run of words equal in those bits sorted on the rest.
+fn order<K: Key>(keys: &[K], lo: u32, hi: u32, work: &mut Work<K>) -> Option<Order<K>> {
     let n = keys.len();
     if n <= SMALL {
         work.pairs.clear();
@@ -182,41 +193,50 @@ fn order<K: Key>(keys: &[K], hi: u32, work: &mut Work<K>) -> Option<Order<K>> {
         return Some(Order::Pairs);
     }
     let index_bits = bit_length_below(n as u64);
-    if n > CACHE_KEYS || hi + index_bits > 64 {
+    let bits = hi - lo;
+    if n > CACHE_KEYS || bits + index_bits > 64 {
         return None;
     }
-    let mask = u64::MAX >> (64 - hi); // 1 <= hi <= 63
+    let mask = u64::MAX >> (64 - bits); // 1 <= bits <= 63
     let [sorted, other] = &mut work.words;
     sorted.clear();
-    sorted.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(0) & mask) << index_bits | i as u64));
-    let first = hi.min((index_bits + 8).div_ceil(LSD_BITS) * LSD_BITS);
-    let low = index_bits + hi - first;
-    lsd(sorted, low, index_bits + hi, other, &mut work.counts);
+    sorted.extend(keys.iter().enumerate().map(|(i, &k)| (k.field(lo) & mask) << index_bits | i as u64));
+    let first = bits.min((index_bits + 8).div_ceil(LSD_BITS) * LSD_BITS);
+    let low = index_bits + bits - first;
+    lsd(sorted, low, index_bits + bits, other, &mut work.counts);
     if low > index_bits {
         sort_runs(sorted, index_bits, low, other, &mut work.counts);
     }
-    Some(Order::Words { high: keys[0].with_low(hi, 0), hi, index_bits })
+    Some(Order::Words { high: keys[0].with_low(hi, 0), lo, hi, index_bits })
 }
 
-/// Writes the keys in `order` to `dst`, each with its slot from `slots`.
+/// Writes the keys in `order` to `dst`, each with its slot, from `src`
+/// (whose keys [`Order::Words`] reads only when it left bits out).
 fn write<K: Key, const W: usize>(
     order: Order<K>,
     work: &Work<K>,
-    slots: &[u8],
+    src: Src<'_, K>,
     dst: Dst<'_, K>,
     width: usize,
 ) {
-    let (keys, out) = dst;
+    let ((from, slots), (keys, out)) = (src, dst);
     let mut put = |at: usize, key: K, i: usize| {
         keys[at] = key;
         copy_slot::<W>(&mut out[at * width..(at + 1) * width], &slots[i * width..(i + 1) * width]);
     };
     match order {
         Order::Pairs => work.pairs.iter().enumerate().for_each(|(at, &(key, i))| put(at, key, i as usize)),
-        Order::Words { high, hi, index_bits } => {
+        Order::Words { high, lo: 0, hi, index_bits } => {
             let index_mask = (1u64 << index_bits) - 1;
             for (at, &word) in work.words[0].iter().enumerate() {
                 put(at, high.with_low(hi, word >> index_bits), (word & index_mask) as usize);
+            }
+        }
+        Order::Words { index_bits, .. } => {
+            let index_mask = (1u64 << index_bits) - 1;
+            for (at, &word) in work.words[0].iter().enumerate() {
+                let i = (word & index_mask) as usize;
+                put(at, from[i], i);
             }
         }
     }
@@ -355,7 +375,7 @@ mod tests {
         let mut expected: Vec<(K, u32)> = keys.iter().copied().zip(0..).collect();
         expected.sort_by_key(|&(k, _)| k); // stable
         let (mut got, mut got_slots) = (keys, slots);
-        sort_with::<K, 4>(&mut got, &mut got_slots, 4, hi, &mut Scratch::default());
+        sort_with::<K, 4>(&mut got, &mut got_slots, 4, (0, hi), &mut Scratch::default());
         let got: Vec<(K, u32)> = got
             .into_iter()
             .zip(got_slots.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
@@ -376,5 +396,37 @@ mod tests {
         let wide = |v: u64| (7u128 << 120) | u128::from(v) << 50 | u128::from(v.rotate_left(17) & 0xffff);
         check::<u128>(20_000, 120, u64::MAX, wide);
         check::<u128>(20_000, 120, 500, wide);
+    }
+
+    /// `sort_with` on bits `lo..hi` of keys already in order by their bits
+    /// below `lo` (input in order by the last levels): the keys and slots
+    /// end up as a stable sort by all their bits puts them, on every path.
+    #[test]
+    fn sort_with_from_a_bit_completes_keys_in_order_below_it() {
+        for (n, lo, hi, distinct) in [
+            (50, 20, 40, u64::MAX),
+            (5000, 8, 20, u64::MAX),
+            (20_000, 30, 60, 1 << 40),
+            (20_000, 10, 57, 300),
+            (CACHE_KEYS + 5000, 20, 48, u64::MAX),
+            (3000, 1, 63, u64::MAX),
+        ] {
+            let mut state = 0x51f1_5eed ^ n as u64 ^ u64::from(lo);
+            let mask = u64::MAX >> (64 - hi);
+            let mut keys: Vec<u64> =
+                (0..n).map(|_| (rand(&mut state) % distinct).wrapping_mul(0x9e37) & mask).collect();
+            // In order by the bits below `lo`, as the builder's input is by its last levels.
+            keys.sort_by_key(|&k| k & ((1 << lo) - 1));
+            let slots: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
+            let mut expected: Vec<(u64, u32)> = keys.iter().copied().zip(0..).collect();
+            expected.sort_by_key(|&(k, _)| k); // stable, on every bit
+            let (mut got, mut got_slots) = (keys, slots);
+            sort_with::<u64, 4>(&mut got, &mut got_slots, 4, (lo, hi), &mut Scratch::default());
+            let got: Vec<(u64, u32)> = got
+                .into_iter()
+                .zip(got_slots.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
+                .collect();
+            assert!(got == expected, "n={n} lo={lo} hi={hi} distinct={distinct}");
+        }
     }
 }

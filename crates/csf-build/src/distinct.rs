@@ -145,8 +145,9 @@ impl<'a> Counter<'a> {
     /// When the entries are in lexicographic order (the identity storage
     /// order, as files often are), counts the identity's prefix sets in one
     /// scan: `D` of the first `L + 1` dimensions is one plus the number of
-    /// neighbours that differ within them. Stops at the first descent.
-    pub(crate) fn count_sorted_prefixes(&mut self) {
+    /// neighbours that differ within them. Stops at the first descent, and
+    /// says whether there was none.
+    pub(crate) fn count_sorted_prefixes(&mut self) -> bool {
         let rank = self.source.shape.len();
         // `first[f]`: neighbours whose first difference is in dimension `f`.
         let mut first = vec![0u64; rank];
@@ -173,13 +174,14 @@ impl<'a> Counter<'a> {
             }),
         };
         if !sorted || self.source.len == 0 {
-            return;
+            return sorted;
         }
         let mut differ = 0;
         for (length, f) in first.iter().enumerate() {
             differ += f;
             self.known.insert(u64::MAX >> (63 - length), differ + 1);
         }
+        true
     }
 
     /// The extents of the dimensions.

@@ -88,15 +88,16 @@ const SEARCH_MAX_RANK: usize = 8;
 const SEARCH_WORK: usize = 12;
 
 /// Chooses the order that stores the fewest `pos`/`crd` bytes (see the
-/// module documentation for the guarantee).
-pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> AutoChoice {
+/// module documentation for the guarantee), and says whether the input is
+/// in identity order (its first scan tells).
+pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) {
     let rank = source.shape.len();
     let identity: Vec<u32> = (0..rank as u32).collect();
     let mut shortest_first = identity.clone();
     shortest_first.sort_by_key(|&d| source.shape[d as usize]); // stable: ties keep identity order
     let mut counter = Counter::new(source, parallel);
     // Input in identity order (as files often are) gives the identity's sets in one scan.
-    counter.count_sorted_prefixes();
+    let in_identity_order = counter.count_sorted_prefixes();
     // `compared` reports their exact sizes: their prefix sets are always counted.
     let references = [identity.clone(), shortest_first.clone()];
     let mode_order = if rank <= EXACT_MAX_RANK {
@@ -124,7 +125,7 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> AutoChoice {
     if references[1] != references[0] {
         compared.push((references[1].clone(), size(&references[1])));
     }
-    AutoChoice { index_bytes: size(&mode_order), compared, mode_order }
+    (AutoChoice { index_bytes: size(&mode_order), compared, mode_order }, in_identity_order)
 }
 
 /// Bytes of `pos`/`crd` for `upper = n_0 + ... + n_{rank-2}` and `nnz` leaves.

@@ -118,7 +118,7 @@ pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool
         sort_slice(keys, lo, hi, &mut Scratch::default());
         return;
     }
-    if let Ok(sorted) = sort_from(&Slice(keys), None, lo, hi, parallel, |_, _| ()) {
+    if let Ok(sorted) = sort_from(&Slice(keys), None, (lo, lo, hi), parallel, |_, _| ()) {
         keys.copy_from_slice(&sorted.keys);
     }
 }
@@ -137,15 +137,20 @@ pub(crate) fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
 /// keys (the sort writes slot indices there). Without one, keys equal in bits
 /// `lo..hi` keep their order only as far as their bits below `lo` say (see
 /// `sort_slice`).
+///
+/// `ordered` (from `lo` to `hi`) says that the source gives keys equal from
+/// bit `ordered` up in order by their bits `lo..ordered` already (input in
+/// order by the last levels of the key): the buckets are then sorted on bits
+/// `ordered..hi` alone, and the result is the same.
 pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     source: &S,
     payload: Option<Payload<'_>>,
-    lo: u32,
-    hi: u32,
+    (lo, ordered, hi): (u32, u32, u32),
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Result<Sorted<K, T>, Unkeyable> {
     let hi = hi.max(lo);
+    let ordered = ordered.clamp(lo, hi);
     // Fewer buckets for fewer keys: the LSD passes pay off on buckets of a few thousand.
     let top_bits =
         (hi - lo).min(TOP_BITS).min(usize::BITS - (source.entries() / BUCKET_KEYS).leading_zeros());
@@ -186,8 +191,9 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
         return Err(Unkeyable);
     }
 
-    // Pass 3: sort each bucket on the bits below the top digit, and visit it.
-    let plan = Plan { lo, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
+    // Pass 3: sort each bucket on the bits below the top digit (from those
+    // in order already up), and visit it.
+    let plan = Plan { from: ordered, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
     let visits = sort_buckets(&mut keys, &mut slots, &starts, plan, visit);
     Ok(Sorted { keys, slots, starts, visits, top_shift })
 }
@@ -226,8 +232,9 @@ fn targets<'a, K>(
 /// How pass 3 sorts the buckets.
 #[derive(Clone, Copy)]
 struct Plan {
-    /// Sort on bits `lo..top_shift` (the bits above are the bucket's digit).
-    lo: u32,
+    /// Sort on bits `from..top_shift` (the bits above are the bucket's
+    /// digit, those below in order already).
+    from: u32,
     top_shift: u32,
     /// The slots' width, and whether they move with their keys.
     width: usize,
@@ -244,7 +251,7 @@ fn sort_buckets<K: Key, T: Send>(
     plan: Plan,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Vec<T> {
-    let Plan { lo, top_shift: hi, width, move_slots, parallel } = plan;
+    let Plan { from: lo, top_shift: hi, width, move_slots, parallel } = plan;
     let mut buckets = Vec::with_capacity(starts.len());
     let (mut key_rest, mut slot_rest) = (keys, slots);
     for w in starts.windows(2) {
@@ -258,11 +265,11 @@ fn sort_buckets<K: Key, T: Send>(
     let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket, bucket_slots): Bucket<'_, K>| {
         match width {
             _ if !move_slots => sort_slice(bucket, lo, hi, scratch),
-            1 => sort_with::<K, 1>(bucket, bucket_slots, 1, hi, scratch),
-            2 => sort_with::<K, 2>(bucket, bucket_slots, 2, hi, scratch),
-            4 => sort_with::<K, 4>(bucket, bucket_slots, 4, hi, scratch),
-            8 => sort_with::<K, 8>(bucket, bucket_slots, 8, hi, scratch),
-            _ => sort_with::<K, 0>(bucket, bucket_slots, width, hi, scratch),
+            1 => sort_with::<K, 1>(bucket, bucket_slots, 1, (lo, hi), scratch),
+            2 => sort_with::<K, 2>(bucket, bucket_slots, 2, (lo, hi), scratch),
+            4 => sort_with::<K, 4>(bucket, bucket_slots, 4, (lo, hi), scratch),
+            8 => sort_with::<K, 8>(bucket, bucket_slots, 8, (lo, hi), scratch),
+            _ => sort_with::<K, 0>(bucket, bucket_slots, width, (lo, hi), scratch),
         }
         visit(start, bucket)
     };
@@ -423,8 +430,7 @@ mod tests {
             let sorted = sort_from(
                 &Slice(&coords),
                 Some(Payload { data: &data, width: 4 }),
-                0,
-                25,
+                (0, 0, 25),
                 parallel,
                 |start, bucket| (start, bucket.len()),
             )

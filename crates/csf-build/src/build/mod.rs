@@ -101,16 +101,17 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
     let first = with_borrowed(&shape, &columns, element_type, &values, |coo| {
         let plan = Plan::new(coo, options, None)?;
         if plan.slots.is_input() {
-            Ok(Err((plan.mode_order, plan.auto)))
+            Ok(Err(plan.chosen))
         } else {
             plan.build(options, Presort::Any).map(Ok)
         }
     })?;
     // A tensor, or the mode order for the walk over the input's own arrays.
-    let (mode_order, auto) = match first {
+    let chosen = match first {
         Ok(built) => return Ok(built),
         Err(chosen) => chosen,
     };
+    let Chosen { mode_order, auto, in_identity_order } = chosen;
     let input = presorted::OwnedInput {
         shape: &shape,
         columns: &mut columns,
@@ -143,7 +144,8 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
             let merged = read - kept;
             let presort = if in_order { Presort::Any } else { Presort::Disordered };
             let staged = with_borrowed(&shape, &columns, element_type, &values, |coo| {
-                Plan::new(coo, options, Some((mode_order, auto)))?.stage(options, presort)
+                let chosen = Chosen { mode_order, auto, in_identity_order };
+                Plan::new(coo, options, Some(chosen))?.stage(options, presort)
             });
             // Once the keys are sorted, the input is not read again: its
             // columns become the levels' arrays (fresh memory costs more).
@@ -195,18 +197,23 @@ enum Presort {
 struct Plan<'a> {
     source: Source<'a>,
     slots: Slots<'a>,
+    chosen: Chosen,
+}
+
+/// The mode order to store, and what choosing it found.
+struct Chosen {
     mode_order: Vec<u32>,
+    /// Auto's choice, when it made it.
     auto: Option<AutoChoice>,
+    /// The input is in identity order (Auto's first scan tells; the other
+    /// policies do not look).
+    in_identity_order: bool,
 }
 
 impl<'a> Plan<'a> {
     /// Checks the input's rank and lengths (and, for a sum, its type) and
     /// chooses the mode order, unless it is `chosen` already.
-    fn new(
-        coo: &'a Coo<'a>,
-        options: &Options,
-        chosen: Option<(Vec<u32>, Option<AutoChoice>)>,
-    ) -> Result<Self, BuildError> {
+    fn new(coo: &'a Coo<'a>, options: &Options, chosen: Option<Chosen>) -> Result<Self, BuildError> {
         let rank = coo.shape.len();
         check_rank(rank)?;
         let len = entry_count(coo.indices, rank)?;
@@ -216,11 +223,11 @@ impl<'a> Plan<'a> {
         if options.duplicates == Duplicates::Sum {
             slots.can_sum()?;
         }
-        let (mode_order, auto) = match chosen {
+        let chosen = match chosen {
             Some(chosen) => chosen,
             None => mode_order_of(&source, options)?,
         };
-        Ok(Plan { source, slots, mode_order, auto })
+        Ok(Plan { source, slots, chosen })
     }
 
     fn build(self, options: &Options, presort: Presort) -> Result<Built, BuildError> {
@@ -230,8 +237,8 @@ impl<'a> Plan<'a> {
     /// As much of the build as reads the input: on the radix path, up to the
     /// sorted keys; on the others, the whole tree.
     fn stage(self, options: &Options, presort: Presort) -> Result<Staged, BuildError> {
-        let stage = build_levels(&self.source, &self.slots, &self.mode_order, options, presort)?;
-        let Plan { source, slots, mode_order, auto } = self;
+        let stage = build_levels(&self.source, &self.slots, &self.chosen, options, presort)?;
+        let Plan { source, slots, chosen: Chosen { mode_order, auto, .. } } = self;
         let (element_type, width) = (slots.element_type, slots.width);
         Ok(Staged {
             stage,
@@ -339,21 +346,19 @@ fn check_values_len(coo: &Coo<'_>, len: usize) -> Result<(), BuildError> {
 
 /// The mode order to store, and Auto's choice when it made it. Auto reads
 /// every coordinate, so it checks them against the shape first.
-fn mode_order_of(
-    source: &Source<'_>,
-    options: &Options,
-) -> Result<(Vec<u32>, Option<AutoChoice>), BuildError> {
+fn mode_order_of(source: &Source<'_>, options: &Options) -> Result<Chosen, BuildError> {
     let rank = source.shape.len();
+    let given = |mode_order| Chosen { mode_order, auto: None, in_identity_order: false };
     Ok(match &options.mode_order {
-        ModeOrderPolicy::Identity => ((0..rank as u32).collect(), None),
+        ModeOrderPolicy::Identity => given((0..rank as u32).collect()),
         ModeOrderPolicy::Explicit(order) => {
             check_permutation(order, rank)?;
-            (order.clone(), None)
+            given(order.clone())
         }
         ModeOrderPolicy::Auto => {
             check_bounds(source)?;
-            let choice = choose(source, options.parallel);
-            (choice.mode_order.clone(), Some(choice))
+            let (choice, in_identity_order) = choose(source, options.parallel);
+            Chosen { mode_order: choice.mode_order.clone(), auto: Some(choice), in_identity_order }
         }
     })
 }
@@ -365,10 +370,11 @@ fn mode_order_of(
 fn build_levels(
     source: &Source<'_>,
     slots: &Slots<'_>,
-    mode_order: &[u32],
+    chosen: &Chosen,
     options: &Options,
     presort: Presort,
 ) -> Result<Stage, BuildError> {
+    let mode_order = &chosen.mode_order[..];
     if presort != Presort::Off {
         if let Some(output) = small::try_build(source, slots, mode_order, options) {
             return output.map(Stage::Written);
@@ -389,7 +395,11 @@ fn build_levels(
             return Ok(Stage::Written(output));
         }
     }
-    let job = BuildJob { source, slots, mode_order, layout, options };
+    let ordered = match identity_suffix(mode_order, &layout) {
+        Some(bit) if chosen.in_identity_order && presort != Presort::Off => bit,
+        _ => 0,
+    };
+    let job = BuildJob { source, slots, mode_order, layout, ordered, options };
     let sorted = match layout.total_bits() {
         0..=64 => job.sort_tree::<u64>()?.map(|tree| Stage::Sorted64(Box::new(tree))),
         65..=128 => job.sort_tree::<u128>()?.map(|tree| Stage::Sorted128(Box::new(tree))),
@@ -399,6 +409,23 @@ fn build_levels(
         Some(stage) => Ok(stage),
         None => job.run_by_comparison().map(Stage::Written),
     }
+}
+
+/// The key bits that need no sorting if the input is in identity order (as
+/// files are written): such input is in storage order among the entries
+/// that share the levels above the mode order's last run of increasing
+/// dimensions (that run's order is the identity's), so a stable sort by
+/// those levels alone puts it in storage order. Those levels' bits are the
+/// key's from the returned bit up. `None` for the identity order itself
+/// (the presorted walk builds sorted input in it).
+///
+/// Only `Auto` knows the input's order for free (its first scan): a scan of
+/// its own would cost more than the bucket sorts save on large inputs,
+/// where reading the input is the sort's main cost (docs/benchmarks.md).
+fn identity_suffix(mode_order: &[u32], layout: &Layout) -> Option<u32> {
+    let rank = mode_order.len();
+    let run = (1..rank).rev().find(|&l| mode_order[l - 1] > mode_order[l])?;
+    Some(layout.shift[run] + layout.bits[run])
 }
 
 pub(crate) fn entry_count(indices: Indices<'_>, rank: usize) -> Result<usize, BuildError> {
@@ -489,6 +516,10 @@ struct BuildJob<'j> {
     slots: &'j Slots<'j>,
     mode_order: &'j [u32],
     layout: Layout,
+    /// The key bits below this one are in storage order already where the
+    /// bits above are equal (`identity_suffix` of input in identity order):
+    /// the sort skips them. 0 otherwise.
+    ordered: u32,
     options: &'j Options,
 }
 

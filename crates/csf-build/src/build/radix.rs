@@ -85,7 +85,7 @@ impl BuildJob<'_> {
         let payload = Payload { data: &self.slots.data, width: self.slots.width };
         let keyer = Keyer::new(self);
         let (lo, hi) = (layout.position_bits, layout.total_bits());
-        sort_from(&keyer, Some(payload), lo, hi, self.options.parallel, visit).ok()
+        sort_from(&keyer, Some(payload), (lo, self.ordered, hi), self.options.parallel, visit).ok()
     }
 
     /// Adds each bucket's first key to its tally, which counted only the

@@ -169,6 +169,79 @@ fn presorted_input_builds_what_the_sort_builds() {
     }
 }
 
+/// Every order of `0..rank`, lexicographically.
+fn permutations(rank: u32) -> Vec<Vec<u32>> {
+    let digits = |n: u32| (0..rank).rev().map(|i| n / rank.pow(i) % rank).collect::<Vec<_>>();
+    let distinct = |p: &Vec<u32>| (0..rank).all(|d| p.contains(&d));
+    (0..rank.pow(rank)).map(digits).filter(distinct).collect()
+}
+
+/// Input in identity order built in another mode order sorts only by the
+/// levels above the order's last run of increasing dimensions
+/// (`identity_suffix`), and builds byte-identical trees to the full sort:
+/// every mode order of ranks 3 and 4 and some of rank 5, keys with the input
+/// position in `u64` and in `u128` and keys without it (the slots move with
+/// their keys), every duplicate policy, dropped zeros, one thread and two,
+/// row-major and columnar. `Auto` finds the input in identity order, and
+/// not with one entry out of place.
+#[test]
+fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
+    let cases = [
+        (41, Distribution::PowerLaw { skew: 3.0 }, vec![30u64, 40, 50], 15_000),
+        (42, Distribution::Uniform, vec![1 << 20, 1 << 21, 1 << 22], 12_000),
+        (43, Distribution::PowerLaw { skew: 2.0 }, vec![1 << 30, 1 << 31, 1 << 40], 12_000),
+        (44, Distribution::PowerLaw { skew: 2.0 }, vec![5, 6, 7, 8], 12_000),
+        (45, Distribution::Uniform, vec![1 << 10, 1 << 12, 1 << 11, 1 << 13], 12_000),
+        (46, Distribution::PowerLaw { skew: 3.0 }, vec![1 << 12, 300, 1 << 16, 1 << 11, 1 << 9], 12_000),
+    ];
+    let policies = [Duplicates::Last, Duplicates::First, Duplicates::Sum, Duplicates::Error];
+    let mut skipped = 0;
+    for (seed, distribution, shape, nnz) in cases {
+        let mut coo = synthetic(&shape, nnz, distribution, seed);
+        coo.values.iter_mut().step_by(7).for_each(|v| *v = 0.0);
+        let rank = shape.len() as u32;
+        let identity: Vec<u32> = (0..rank).collect();
+        let input = in_storage_order(&coo, &identity, 0, seed);
+        let columns: Vec<Vec<u64>> =
+            (0..rank as usize).map(|d| (0..input.len()).map(|e| input.index(e)[d]).collect()).collect();
+        let column_refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+        let orders = permutations(rank).into_iter().enumerate().filter(|(i, _)| rank < 5 || i % 7 == 3);
+        for (i, order) in orders.map(|o| o.1).enumerate() {
+            let indices =
+                if i % 3 == 0 { Indices::Columnar(&column_refs) } else { Indices::RowMajor(&input.indices) };
+            let coo_in = Coo::new(&input.shape, indices, &input.values);
+            let options =
+                Options { drop_zeros: i % 2 == 1, ..options(&order, policies[i % 4], i / 2 % 2 == 1) };
+            let chosen = Chosen { mode_order: order.clone(), auto: None, in_identity_order: true };
+            let fast =
+                Plan::new(&coo_in, &options, Some(chosen)).and_then(|p| p.build(&options, Presort::Any));
+            let sorted = build_with(&coo_in, &options, false);
+            assert_eq!(fast.map(|b| b.tensor), sorted.map(|b| b.tensor), "seed {seed} {order:?} {options:?}");
+            let extents: Vec<u64> = order.iter().map(|&d| shape[d as usize]).collect();
+            let layout = Layout::new(&extents, input.len());
+            skipped +=
+                usize::from(identity_suffix(&order, &layout).is_some_and(|b| b > layout.position_bits));
+        }
+        // Input not in identity order sorts on every bit.
+        let unsorted = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
+        let reversed = options(&identity.iter().rev().copied().collect::<Vec<_>>(), Duplicates::Last, false);
+        let fast = build_with(&unsorted, &reversed, true).map(|b| b.tensor);
+        assert_eq!(fast, build_with(&unsorted, &reversed, false).map(|b| b.tensor), "seed {seed} unsorted");
+        // Auto: the same bytes as without the shortcuts, in order and with one entry out of place.
+        for strays in [0, 1] {
+            let input = in_storage_order(&coo, &identity, strays, seed + 1);
+            let coo_in = Coo::new(&input.shape, Indices::RowMajor(&input.indices), &input.values);
+            let source = Source { shape: &input.shape, indices: coo_in.indices, len: input.len() };
+            assert_eq!(choose(&source, false).1, strays == 0, "seed {seed} strays {strays}");
+            let options =
+                Options { mode_order: ModeOrderPolicy::Auto, ..options(&[], Duplicates::Sum, true) };
+            let fast = build_with(&coo_in, &options, true).map(|b| (b.tensor, b.auto));
+            assert_eq!(fast, build_with(&coo_in, &options, false).map(|b| (b.tensor, b.auto)), "seed {seed}");
+        }
+    }
+    assert!(skipped > 60, "{skipped} builds skipped sort bits");
+}
+
 fn takes_fast_path(coo: &Coo<'_>, order: &[u32], options: &Options) -> bool {
     let len = coo.values.len() / 8; // f64 values
     let source = Source { shape: coo.shape, indices: coo.indices, len };
