@@ -15,12 +15,13 @@
 //! written once from the input (no walk, no sort: what writing that many
 //! bytes to new memory costs on this machine), or `owned` to build with
 //! `build_owned` from one owned array per dimension (copied from the input
-//! before each build, outside the timing). Prints each build's wall-clock
-//! and CPU time.
+//! before each build, outside the timing), or `-` for neither; and the mode
+//! order, `auto` or a list such as `0,2,1` (default: the identity). Prints
+//! each build's wall-clock and CPU time.
 
 use std::time::Instant;
 
-use csf_build::{build, build_owned, Coo, Duplicates, Indices, Options, OwnedCoo};
+use csf_build::{build, build_owned, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo};
 use csf_testdata::{synthetic, Distribution};
 
 fn main() {
@@ -55,7 +56,15 @@ fn main() {
         coo = csf_testdata::TestTensor { shape: coo.shape.clone(), indices, values };
     }
     let input = Coo::new(&coo.shape, Indices::RowMajor(&coo.indices), &coo.values);
-    let options = Options { duplicates: Duplicates::Sum, parallel: threads != 1, ..Options::default() };
+    let mode_order = match arg(5) {
+        None => ModeOrderPolicy::Identity,
+        Some("auto") => ModeOrderPolicy::Auto,
+        Some(list) => {
+            ModeOrderPolicy::Explicit(list.split(',').map(|d| d.parse().expect("a dimension")).collect())
+        }
+    };
+    let options =
+        Options { duplicates: Duplicates::Sum, parallel: threads != 1, mode_order, ..Options::default() };
     let run = || {
         for _ in 0..builds {
             let owned = (arg(4) == Some("owned")).then(|| OwnedCoo {
