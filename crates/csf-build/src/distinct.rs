@@ -400,6 +400,21 @@ impl<'a> Counter<'a> {
             todo = rest;
         }
     }
+
+    /// Counts `sets` on a tiny input (at most [`TINY`] entries), each by
+    /// [`tiny`]; `false` (nothing counted) on a bigger one.
+    fn count_tiny(&mut self, sets: &[Dims]) -> bool {
+        if self.source.len > TINY {
+            return false;
+        }
+        for &set in sets {
+            if self.get(set).is_none() {
+                let distinct = tiny(self.source, set);
+                self.known.insert(set, distinct);
+            }
+        }
+        true
+    }
 }
 
 /// Calls `f(entry, coords)` for every entry of `range`, where `coords[i]` is
@@ -432,23 +447,6 @@ pub(super) fn project(
                 f(entry, &c[..k]);
             }
         }
-    }
-}
-
-impl Counter<'_> {
-    /// Counts `sets` on a tiny input (at most [`TINY`] entries), each by
-    /// [`tiny`]; `false` (nothing counted) on a bigger one.
-    fn count_tiny(&mut self, sets: &[Dims]) -> bool {
-        if self.source.len > TINY {
-            return false;
-        }
-        for &set in sets {
-            if self.get(set).is_none() {
-                let distinct = tiny(self.source, set);
-                self.known.insert(set, distinct);
-            }
-        }
-        true
     }
 }
 

@@ -298,7 +298,7 @@ impl Plan {
                 let s = (0..groups)
                     .map(|g| {
                         if absmax[g] > 0.0 {
-                            scale_within(absmax[g], 1.0).ok_or(too_large(g))
+                            scale_within(absmax[g], 1.0).ok_or_else(|| too_large(g))
                         } else {
                             Ok(0.0)
                         }
@@ -339,7 +339,7 @@ impl Plan {
                     let s = (0..groups)
                         .map(|g| match absmax[g] {
                             m if m > 0.0 => {
-                                scale_within(m / format.max, format.max as f32).ok_or(too_large(g))
+                                scale_within(m / format.max, format.max as f32).ok_or_else(|| too_large(g))
                             }
                             _ => Ok(1.0),
                         })
@@ -369,7 +369,8 @@ impl Plan {
                             if qmin == 0 && lo[g] < 0.0 {
                                 return Err(QuantizeError::Negative { group: g, value: lo[g] });
                             }
-                            s[g] = scale_within(absmax[g] / qmax as f64, qmax as f32).ok_or(too_large(g))?;
+                            s[g] = scale_within(absmax[g] / qmax as f64, qmax as f32)
+                                .ok_or_else(|| too_large(g))?;
                         }
                     }
                     let zero_points = self.zero_point.then(|| pack_ints(dtype, &z));
