@@ -111,11 +111,69 @@ const TINY: usize = 64;
 /// projected before.
 type Scanned = (Dims, Vec<(Dims, Dims)>);
 
+/// The counts found so far: a slot per set up to rank [`SLOTS_MAX_RANK`]
+/// (every set the search weighs, looked up without hashing: on a tiny input
+/// hashing took a fifth of an `Auto` build), else hashed.
+enum Known {
+    /// `D(set)` at `set`, `u64::MAX` where not counted (a count is at most `nnz`).
+    Slots(Vec<u64>),
+    Hashed(HashMap<Dims, u64>),
+}
+
+/// The highest rank whose sets [`Known`] keeps a slot each for (256 slots:
+/// the search's ranks).
+const SLOTS_MAX_RANK: usize = 8;
+
+impl Known {
+    fn new(rank: usize) -> Self {
+        if rank <= SLOTS_MAX_RANK {
+            Known::Slots(vec![u64::MAX; 1 << rank])
+        } else {
+            Known::Hashed(HashMap::new())
+        }
+    }
+
+    fn get(&self, set: Dims) -> Option<u64> {
+        match self {
+            Known::Slots(slots) => slots.get(set as usize).copied().filter(|&d| d != u64::MAX),
+            Known::Hashed(map) => map.get(&set).copied(),
+        }
+    }
+
+    fn insert(&mut self, set: Dims, distinct: u64) {
+        match self {
+            Known::Slots(slots) => {
+                if let Some(slot) = slots.get_mut(set as usize) {
+                    *slot = distinct;
+                }
+            }
+            Known::Hashed(map) => {
+                map.insert(set, distinct);
+            }
+        }
+    }
+
+    fn extend(&mut self, counts: impl IntoIterator<Item = (Dims, u64)>) {
+        counts.into_iter().for_each(|(set, distinct)| self.insert(set, distinct));
+    }
+
+    /// Drops `set`'s count (the tests count it again by another path).
+    #[cfg(test)]
+    fn forget(&mut self, set: Dims) {
+        match self {
+            Known::Slots(slots) => slots.get_mut(set as usize).into_iter().for_each(|d| *d = u64::MAX),
+            Known::Hashed(map) => {
+                map.remove(&set);
+            }
+        }
+    }
+}
+
 /// Distinct-projection counts, exact, computed on demand and kept.
 pub(crate) struct Counter<'a> {
     source: &'a Source<'a>,
     parallel: bool,
-    known: HashMap<Dims, u64>,
+    known: Known,
     /// The partition passes' key arrays, kept from pass to pass: a fresh
     /// array of 10M keys costs 20k page faults, a third of its scatter.
     keys: KeyArrays,
@@ -125,7 +183,8 @@ impl<'a> Counter<'a> {
     pub(crate) fn new(source: &'a Source<'a>, parallel: bool) -> Self {
         // Handing small inputs to the thread pool costs more than it saves.
         let parallel = parallel && source.len >= MIN_CHUNK;
-        Self { source, parallel, known: HashMap::new(), keys: KeyArrays::default() }
+        let known = Known::new(source.shape.len());
+        Self { source, parallel, known, keys: KeyArrays::default() }
     }
 
     /// `D(set)` if it has been counted.
@@ -133,7 +192,7 @@ impl<'a> Counter<'a> {
         if set == 0 {
             return Some(u64::from(self.source.len > 0));
         }
-        self.known.get(&set).copied()
+        self.known.get(set)
     }
 
     /// Records `D(set)` found without counting (its bounds met).
@@ -401,17 +460,33 @@ impl<'a> Counter<'a> {
         }
     }
 
-    /// Counts `sets` on a tiny input (at most [`TINY`] entries), each by
-    /// [`tiny`]; `false` (nothing counted) on a bigger one.
-    fn count_tiny(&mut self, sets: &[Dims]) -> bool {
-        if self.source.len > TINY {
+    /// Counts `sets` on a tiny input (at most [`TINY`] entries); `false`
+    /// (nothing counted) on a bigger one. Each dimension's equalities are
+    /// bit masks, `same[d][i]` with bit `j` set when entries `i` and `j`
+    /// share their coordinate of `d`: two entries share a set's projection
+    /// where the masks of its dimensions all have the bit, and an entry is
+    /// a new projection when no entry before it shares its own. A set then
+    /// costs an AND per dimension and entry, whatever its width.
+    pub(crate) fn count_tiny(&mut self, sets: &[Dims]) -> bool {
+        let len = self.source.len;
+        if len > TINY {
             return false;
         }
-        for &set in sets {
-            if self.get(set).is_none() {
-                let distinct = tiny(self.source, set);
-                self.known.insert(set, distinct);
+        let todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
+        let mut same = vec![[0u64; TINY]; self.source.shape.len()];
+        for d in dims_of(todo.iter().fold(0, |union, &s| union | s)) {
+            let mut column = [0u64; TINY];
+            column.iter_mut().enumerate().take(len).for_each(|(e, c)| *c = self.source.coord(e, d));
+            let column = &column[..len];
+            for (mask, &c) in same[d].iter_mut().zip(column) {
+                *mask = column.iter().enumerate().fold(0, |m, (j, &other)| m | u64::from(other == c) << j);
             }
+        }
+        for set in todo {
+            let shared = |i: usize| dims_of(set).fold(u64::MAX, |m, d| m & same[d][i]);
+            // Bits below `i`: the entries before it (i < 64).
+            let first = |i: usize| shared(i) & ((1u64 << i) - 1) == 0;
+            self.known.insert(set, (0..len).filter(|&i| first(i)).count() as u64);
         }
         true
     }
@@ -448,28 +523,6 @@ pub(super) fn project(
             }
         }
     }
-}
-
-/// `D(set)` of at most [`TINY`] entries: their projections packed into
-/// `u128` keys on the stack and sorted, or, wider than 128 bits, sorted by
-/// comparison.
-fn tiny(source: &Source<'_>, set: Dims) -> u64 {
-    let len = source.len.min(TINY);
-    let bits: u32 = dims_of(set).map(|d| bits_below(source.shape[d])).sum();
-    if bits > u128::BITS {
-        return by_comparison(source, set);
-    }
-    let mut keys = [0u128; TINY];
-    for (entry, key) in keys.iter_mut().enumerate().take(len) {
-        // Coordinates are inside the shape (`Auto` checks them first), so
-        // each fits its field.
-        *key = dims_of(set)
-            .fold(0, |k, d| k << bits_below(source.shape[d]) | u128::from(source.coord(entry, d)));
-    }
-    let keys = &mut keys[..len];
-    keys.sort_unstable();
-    let distinct = keys.windows(2).filter(|w| w[0] != w[1]).count();
-    (distinct + usize::from(len > 0)) as u64
 }
 
 /// `D(set)` by a comparison sort of the entries: for projections wider than

@@ -101,7 +101,14 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
     // `compared` reports their exact sizes: their prefix sets are always counted.
     let references = [identity.clone(), shortest_first.clone()];
     let mode_order = if rank <= EXACT_MAX_RANK {
-        Search::new(rank, None).run(&mut counter, &references, None)
+        // A tiny input has every set counted at once (a few masks each), and
+        // every order costed from them: the search's rounds of bounds and
+        // planning would cost more than that.
+        if counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>()) {
+            cheapest_counted(&counter, rank)
+        } else {
+            Search::new(rank, None).run(&mut counter, &references, None)
+        }
     } else {
         // Fewest-distinct-first needs the singles: they are counted with the
         // references' sets, in the same scans (reading the input is what a
@@ -126,6 +133,21 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
         compared.push((references[1].clone(), size(&references[1])));
     }
     (AutoChoice { index_bytes: size(&mode_order), compared, mode_order }, in_identity_order)
+}
+
+/// The cheapest order of `0..rank`, the lexicographically first among
+/// equals, when every set is counted: what the search finds, by trying
+/// every order.
+fn cheapest_counted(counter: &Counter<'_>, rank: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..rank as u32).collect();
+    let mut best = (cost(counter, &order), order.clone());
+    while next_permutation(&mut order) {
+        let cost = cost(counter, &order);
+        if cost < best.0 {
+            best = (cost, order.clone());
+        }
+    }
+    best.1
 }
 
 /// Bytes of `pos`/`crd` for `upper = n_0 + ... + n_{rank-2}` and `nnz` leaves.
