@@ -411,60 +411,12 @@ impl Source<'_> {
         }
     }
 
-    /// Whether the entries are in identity order (lexicographic by dimension
-    /// 0, then 1, ...; equal tuples allowed), by a scan that stops at the
-    /// first block of entries out of order.
-    pub(crate) fn in_identity_order(&self) -> bool {
-        // Each entry against the one before, a block of entries at a time
-        // and a dimension at a time from the last (a pair is in order when
-        // `a < b`, or `a == b` and the dimensions after are in order):
-        // loops without a branch per entry, which the compiler vectorizes.
-        const BLOCK: usize = 256;
-        let mut in_order = [false; BLOCK];
-        let mut check = |pairs: &mut dyn FnMut(usize, &mut [bool])| {
-            (1..self.len).step_by(BLOCK).all(|start| {
-                let block = &mut in_order[..BLOCK.min(self.len - start)];
-                pairs(start, block);
-                block.iter().fold(true, |all, &o| all & o)
-            })
-        };
-        match self.indices {
-            Indices::RowMajor(flat) => {
-                let rank = self.shape.len();
-                check(&mut |start, block| {
-                    let rows = &flat[(start - 1) * rank..(start + block.len()) * rank];
-                    for dim in (0..rank).rev() {
-                        let column = rows.iter().skip(dim).step_by(rank);
-                        fold_pairs(block, column.clone().zip(column.skip(1)), dim + 1 == rank);
-                    }
-                })
-            }
-            Indices::Columnar(cols) => check(&mut |start, block| {
-                for (dim, col) in cols.iter().enumerate().rev() {
-                    let (before, after) = (&col[start - 1..][..block.len()], &col[start..][..block.len()]);
-                    fold_pairs(block, before.iter().zip(after), dim + 1 == cols.len());
-                }
-            }),
-        }
-    }
-
     #[inline]
     pub(crate) fn coord(&self, entry: usize, dim: usize) -> u64 {
         match self.indices {
             Indices::RowMajor(flat) => flat[entry * self.shape.len() + dim],
             Indices::Columnar(cols) => cols[dim][entry],
         }
-    }
-}
-
-/// One dimension's step of `Source::in_identity_order`: each pair `(a, b)`
-/// of coordinates of neighbouring entries is in order when `a < b`, or when
-/// `a == b` and the dimensions after are (`in_order` so far); in the `last`
-/// dimension, when `a <= b`.
-#[inline(always)]
-fn fold_pairs<'a>(in_order: &mut [bool], pairs: impl Iterator<Item = (&'a u64, &'a u64)>, last: bool) {
-    for (o, (&a, &b)) in in_order.iter_mut().zip(pairs) {
-        *o = if last { a <= b } else { (a < b) | ((a == b) & *o) };
     }
 }
 

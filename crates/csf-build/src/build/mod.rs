@@ -37,12 +37,6 @@ use radix::SortedTree;
 /// threads' sort does in wall time, and half its CPU (docs/benchmarks.md).
 const PRESORTED_PARALLEL_MAX: usize = 1 << 17;
 
-/// The most entries scanned for identity order when the mode order is
-/// given (`identity_suffix`): above, the scan reads the input from memory
-/// and costs more than the bucket sorts it shortens save (10M entries:
-/// docs/benchmarks.md, "Auto on input in identity order").
-const IDENTITY_SCAN_MAX: usize = 1 << 17;
-
 /// Builds a CSF tensor from COO input.
 ///
 /// # Example
@@ -211,9 +205,9 @@ struct Chosen {
     mode_order: Vec<u32>,
     /// Auto's choice, when it made it.
     auto: Option<AutoChoice>,
-    /// Whether the input is in identity order, when known (Auto's first
-    /// scan tells; the other policies do not look).
-    in_identity_order: Option<bool>,
+    /// The input is in identity order (Auto's first scan tells; the other
+    /// policies do not look).
+    in_identity_order: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -354,7 +348,7 @@ fn check_values_len(coo: &Coo<'_>, len: usize) -> Result<(), BuildError> {
 /// every coordinate, so it checks them against the shape first.
 fn mode_order_of(source: &Source<'_>, options: &Options) -> Result<Chosen, BuildError> {
     let rank = source.shape.len();
-    let given = |mode_order| Chosen { mode_order, auto: None, in_identity_order: None };
+    let given = |mode_order| Chosen { mode_order, auto: None, in_identity_order: false };
     Ok(match &options.mode_order {
         ModeOrderPolicy::Identity => given((0..rank as u32).collect()),
         ModeOrderPolicy::Explicit(order) => {
@@ -364,7 +358,6 @@ fn mode_order_of(source: &Source<'_>, options: &Options) -> Result<Chosen, Build
         ModeOrderPolicy::Auto => {
             check_bounds(source)?;
             let (choice, in_identity_order) = choose(source, options.parallel);
-            let in_identity_order = Some(in_identity_order);
             Chosen { mode_order: choice.mode_order.clone(), auto: Some(choice), in_identity_order }
         }
     })
@@ -402,12 +395,8 @@ fn build_levels(
             return Ok(Stage::Written(output));
         }
     }
-    let in_identity_order = || match chosen.in_identity_order {
-        Some(known) => known,
-        None => source.len <= IDENTITY_SCAN_MAX && source.in_identity_order(),
-    };
     let ordered = match identity_suffix(mode_order, &layout) {
-        Some(bit) if presort != Presort::Off && in_identity_order() => bit,
+        Some(bit) if chosen.in_identity_order && presort != Presort::Off => bit,
         _ => 0,
     };
     let job = BuildJob { source, slots, mode_order, layout, ordered, options };
@@ -430,8 +419,9 @@ fn build_levels(
 /// key's from the returned bit up. `None` for the identity order itself
 /// (the presorted walk builds sorted input in it).
 ///
-/// `Auto` knows the input's order for free (its first scan). Other inputs
-/// are scanned only up to [`IDENTITY_SCAN_MAX`] entries.
+/// Only `Auto` knows the input's order for free (its first scan): a scan of
+/// its own would cost more than the bucket sorts save on large inputs,
+/// where reading the input is the sort's main cost (docs/benchmarks.md).
 fn identity_suffix(mode_order: &[u32], layout: &Layout) -> Option<u32> {
     let rank = mode_order.len();
     let run = (1..rank).rev().find(|&l| mode_order[l - 1] > mode_order[l])?;

@@ -205,12 +205,6 @@ fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
         let columns: Vec<Vec<u64>> =
             (0..rank as usize).map(|d| (0..input.len()).map(|e| input.index(e)[d]).collect()).collect();
         let column_refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-        for indices in [Indices::Columnar(&column_refs), Indices::RowMajor(&input.indices)] {
-            assert!(
-                Source { shape: &input.shape, indices, len: input.len() }.in_identity_order(),
-                "seed {seed}"
-            );
-        }
         let orders = permutations(rank).into_iter().enumerate().filter(|(i, _)| rank < 5 || i % 7 == 3);
         for (i, order) in orders.map(|o| o.1).enumerate() {
             let indices =
@@ -218,7 +212,7 @@ fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
             let coo_in = Coo::new(&input.shape, indices, &input.values);
             let options =
                 Options { drop_zeros: i % 2 == 1, ..options(&order, policies[i % 4], i / 2 % 2 == 1) };
-            let chosen = Chosen { mode_order: order.clone(), auto: None, in_identity_order: Some(true) };
+            let chosen = Chosen { mode_order: order.clone(), auto: None, in_identity_order: true };
             let fast =
                 Plan::new(&coo_in, &options, Some(chosen)).and_then(|p| p.build(&options, Presort::Any));
             let sorted = build_with(&coo_in, &options, false);
@@ -246,39 +240,6 @@ fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
         }
     }
     assert!(skipped > 60, "{skipped} builds skipped sort bits");
-}
-
-/// The scan for identity order against comparing neighbouring rows: equal
-/// rows, descents at every place around the 256-entry blocks, descents in a
-/// later dimension only, and a rise in an earlier dimension that hides a
-/// fall in a later one; row-major and columnar alike.
-#[test]
-fn the_identity_order_scan_finds_every_descent() {
-    let rank = 3;
-    let n = 700;
-    // Rows that rise in dimension 0 every fourth entry (where 1 falls) and
-    // in 1 in between (where 2 falls).
-    let sorted: Vec<[u64; 3]> = (0..n as u64).map(|e| [e / 4, e % 4, 9 - e % 4]).collect();
-    let in_order = |rows: &[[u64; 3]]| rows.windows(2).all(|w| w[0] <= w[1]);
-    assert!(in_order(&sorted));
-    let mut cases = vec![sorted.clone()];
-    for at in [1, 2, 255, 256, 257, 511, 512, n - 1] {
-        for dim in 0..rank {
-            let mut rows = sorted.clone();
-            rows[at][dim] = rows[at - 1][dim].wrapping_sub(1); // below the row before in `dim`
-            rows[at][..dim].copy_from_slice(&sorted[at - 1][..dim]); // equal before it
-            cases.push(rows);
-        }
-    }
-    for rows in cases {
-        let flat: Vec<u64> = rows.concat();
-        let columns: Vec<Vec<u64>> = (0..rank).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
-        let column_refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-        for indices in [Indices::RowMajor(&flat), Indices::Columnar(&column_refs)] {
-            let source = Source { shape: &[u64::MAX; 3], indices, len: rows.len() };
-            assert_eq!(source.in_identity_order(), in_order(&rows), "{rows:?}");
-        }
-    }
 }
 
 fn takes_fast_path(coo: &Coo<'_>, order: &[u32], options: &Options) -> bool {
