@@ -33,6 +33,9 @@
 //!   in L2 and its own scan's would not stay in L1 (`rides_in_pass`).
 //! - **sorted input**: entries already in lexicographic order give `D` of
 //!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
+//! - **tiny input** (at most 64 entries): a mask per dimension and entry of
+//!   the entries that share its coordinate; a set's projections are counted
+//!   by ANDing its dimensions' masks (`count_tiny`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
 //! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
@@ -102,8 +105,8 @@ const MIN_BITS: u64 = 1 << 12;
 /// The smallest chunk of input worth a parallel task.
 pub(super) const MIN_CHUNK: usize = 1 << 15;
 /// Inputs of at most this many entries (the builder's small inputs) have
-/// each set counted by sorting its projections on the stack (`tiny`): the
-/// bitmaps' and passes' planning and buffers cost more than the counting.
+/// each set counted by equality masks (`Counter::count_tiny`): the bitmaps'
+/// and passes' planning and buffers cost more than the counting.
 const TINY: usize = 64;
 
 /// A set to count by a bitmap scan, and the sets to project after it, in

@@ -43,6 +43,10 @@
 //! singles (which fewest-distinct-first sorts by) are counted with the references'
 //! prefix sets, in the same scans or projected from their bitmaps, and then only
 //! fewest-distinct-first's remaining sets.
+//!
+//! **Tiny inputs** (at most 64 entries, rank <= 5): every set is counted at
+//! once (`Counter::count_tiny`, a few masks each) and every order costed
+//! (`cheapest_counted`): the search's rounds would cost more than that.
 
 use crate::distinct::{dims_of, Counter, Dims};
 use crate::Source;
