@@ -466,10 +466,11 @@ impl<'a> Counter<'a> {
     /// Counts `sets` on a tiny input (at most [`TINY`] entries); `false`
     /// (nothing counted) on a bigger one. Each dimension's equalities are
     /// bit masks, `same[d][i]` with bit `j` set when entries `i` and `j`
-    /// share their coordinate of `d`: two entries share a set's projection
-    /// where the masks of its dimensions all have the bit, and an entry is
-    /// a new projection when no entry before it shares its own. A set then
-    /// costs an AND per dimension and entry, whatever its width.
+    /// share their coordinate of `d` (one sort of the dimension's
+    /// coordinates finds them): two entries share a set's projection where
+    /// the masks of its dimensions all have the bit, and an entry is a new
+    /// projection when no entry before it shares its own. A set then costs
+    /// an AND per dimension and entry, whatever its width.
     pub(crate) fn count_tiny(&mut self, sets: &[Dims]) -> bool {
         let len = self.source.len;
         if len > TINY {
@@ -478,11 +479,17 @@ impl<'a> Counter<'a> {
         let todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
         let mut same = vec![[0u64; TINY]; self.source.shape.len()];
         for d in dims_of(todo.iter().fold(0, |union, &s| union | s)) {
-            let mut column = [0u64; TINY];
-            column.iter_mut().enumerate().take(len).for_each(|(e, c)| *c = self.source.coord(e, d));
-            let column = &column[..len];
-            for (mask, &c) in same[d].iter_mut().zip(column) {
-                *mask = column.iter().enumerate().fold(0, |m, (j, &other)| m | u64::from(other == c) << j);
+            // The entries by coordinate (each key its coordinate over its
+            // entry's 6 bits), so that entries sharing one are a run.
+            let mut keys = [0u128; TINY];
+            keys.iter_mut().enumerate().take(len).for_each(|(e, k)| {
+                *k = u128::from(self.source.coord(e, d)) << 6 | e as u128;
+            });
+            let keys = &mut keys[..len];
+            keys.sort_unstable();
+            for run in keys.chunk_by(|a, b| a >> 6 == b >> 6) {
+                let mask = run.iter().fold(0u64, |m, &k| m | 1 << (k & 63));
+                run.iter().for_each(|&k| same[d][(k & 63) as usize] = mask);
             }
         }
         for set in todo {
