@@ -292,17 +292,15 @@ impl Plan {
             group: g,
             value: if -lo[g] > hi[g] { lo[g] } else { hi[g] },
         };
+        // The symmetric schemes' scale: the group's largest magnitude over
+        // the largest code's, `reach`, in binary32 (see `scale_within`).
+        let scale_of =
+            |g: usize, reach: f64| scale_within(absmax[g] / reach, reach as f32).ok_or_else(|| too_large(g));
         let dtype = self.dtype;
         let (encoder, scale_type, scales, zero_points) = match self.scheme {
             QuantScheme::Nf4 => {
                 let s = (0..groups)
-                    .map(|g| {
-                        if absmax[g] > 0.0 {
-                            scale_within(absmax[g], 1.0).ok_or_else(|| too_large(g))
-                        } else {
-                            Ok(0.0)
-                        }
-                    })
+                    .map(|g| if absmax[g] > 0.0 { scale_of(g, 1.0) } else { Ok(0.0) })
                     .collect::<Result<Vec<f32>, _>>()?;
                 (Encoder::Nf4 { absmax }, ElementType::F32, f32_bytes(s.into_iter()), None)
             }
@@ -337,12 +335,7 @@ impl Plan {
                         return Err(QuantizeError::Unsupported("FP8 values take no zero point"));
                     }
                     let s = (0..groups)
-                        .map(|g| match absmax[g] {
-                            m if m > 0.0 => {
-                                scale_within(m / format.max, format.max as f32).ok_or_else(|| too_large(g))
-                            }
-                            _ => Ok(1.0),
-                        })
+                        .map(|g| if absmax[g] > 0.0 { scale_of(g, format.max) } else { Ok(1.0) })
                         .collect::<Result<Vec<f32>, _>>()?;
                     let scales = f32_bytes(s.iter().copied());
                     (Encoder::Fp8 { format, s }, ElementType::F32, scales, None)
@@ -369,8 +362,7 @@ impl Plan {
                             if qmin == 0 && lo[g] < 0.0 {
                                 return Err(QuantizeError::Negative { group: g, value: lo[g] });
                             }
-                            s[g] = scale_within(absmax[g] / qmax as f64, qmax as f32)
-                                .ok_or_else(|| too_large(g))?;
+                            s[g] = scale_of(g, qmax as f64)?;
                         }
                     }
                     let zero_points = self.zero_point.then(|| pack_ints(dtype, &z));

@@ -1,5 +1,5 @@
 use super::*;
-use csf_testdata::{reference_csf, synthetic, Distribution};
+use csf_testdata::{permutations, reference_csf, synthetic, Distribution};
 use hurray_format::ElementType;
 
 fn levels_and_values(built: &Built) -> (Levels, Vec<f64>) {
@@ -167,13 +167,6 @@ fn presorted_input_builds_what_the_sort_builds() {
             }
         }
     }
-}
-
-/// Every order of `0..rank`, lexicographically.
-fn permutations(rank: u32) -> Vec<Vec<u32>> {
-    let digits = |n: u32| (0..rank).rev().map(|i| n / rank.pow(i) % rank).collect::<Vec<_>>();
-    let distinct = |p: &Vec<u32>| (0..rank).all(|d| p.contains(&d));
-    (0..rank.pow(rank)).map(digits).filter(distinct).collect()
 }
 
 /// Input in identity order built in another mode order sorts only by the
