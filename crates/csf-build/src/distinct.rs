@@ -53,6 +53,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::key::bit_length_below as bits_below;
 use crate::{Indices, Source};
 
 mod bitmap;
@@ -74,11 +75,6 @@ pub(crate) fn dims_of(set: Dims) -> impl Iterator<Item = usize> {
         rest &= rest.wrapping_sub(1);
         (d < Dims::BITS).then_some(d as usize)
     })
-}
-
-/// Bits that hold every coordinate below `extent`.
-pub(super) fn bits_below(extent: u64) -> u32 {
-    64 - extent.saturating_sub(1).leading_zeros()
 }
 
 /// The largest bitmap (in bits) worth a scan: 8 MiB. Above that, each bit set
@@ -180,6 +176,8 @@ pub(crate) struct Counter<'a> {
     /// The partition passes' key arrays, kept from pass to pass: a fresh
     /// array of 10M keys costs 20k page faults, a third of its scatter.
     keys: KeyArrays,
+    /// The equality masks of an input of at most [`TINY`] entries, once made.
+    tiny: Option<TinyMasks>,
 }
 
 impl<'a> Counter<'a> {
@@ -187,7 +185,7 @@ impl<'a> Counter<'a> {
         // Handing small inputs to the thread pool costs more than it saves.
         let parallel = parallel && source.len >= MIN_CHUNK;
         let known = Known::new(source.shape.len());
-        Self { source, parallel, known, keys: KeyArrays::default() }
+        Self { source, parallel, known, keys: KeyArrays::default(), tiny: None }
     }
 
     /// `D(set)` if it has been counted.
@@ -465,9 +463,7 @@ impl<'a> Counter<'a> {
 
     /// Counts `sets` on a tiny input (at most [`TINY`] entries); `false`
     /// (nothing counted) on a bigger one. Each dimension's equalities are
-    /// bit masks, `same[d][i]` with bit `j` set when entries `i` and `j`
-    /// share their coordinate of `d` (one sort of the dimension's
-    /// coordinates finds them): two entries share a set's projection where
+    /// bit masks ([`TinyMasks`]): two entries share a set's projection where
     /// the masks of its dimensions all have the bit, and an entry is a new
     /// projection when no entry before it shares its own. A set then costs
     /// an AND per dimension and entry, whatever its width.
@@ -476,29 +472,65 @@ impl<'a> Counter<'a> {
         if len > TINY {
             return false;
         }
-        let todo: Vec<Dims> = sets.iter().copied().filter(|&s| self.get(s).is_none()).collect();
-        let mut same = vec![[0u64; TINY]; self.source.shape.len()];
-        for d in dims_of(todo.iter().fold(0, |union, &s| union | s)) {
-            // The entries by coordinate (each key its coordinate over its
-            // entry's 6 bits), so that entries sharing one are a run.
-            let mut keys = [0u128; TINY];
-            keys.iter_mut().enumerate().take(len).for_each(|(e, k)| {
-                *k = u128::from(self.source.coord(e, d)) << 6 | e as u128;
-            });
-            let keys = &mut keys[..len];
-            keys.sort_unstable();
-            for run in keys.chunk_by(|a, b| a >> 6 == b >> 6) {
-                let mask = run.iter().fold(0u64, |m, &k| m | 1 << (k & 63));
-                run.iter().for_each(|&k| same[d][(k & 63) as usize] = mask);
+        for &set in sets {
+            if self.get(set).is_some() {
+                continue;
             }
-        }
-        for set in todo {
-            let shared = |i: usize| dims_of(set).fold(u64::MAX, |m, d| m & same[d][i]);
+            let masks = self.tiny.get_or_insert_with(TinyMasks::default);
+            dims_of(set).for_each(|d| masks.make(self.source, d));
+            let shared = |i: usize| dims_of(set).fold(u64::MAX, |m, d| m & masks.of(d)[i]);
             // Bits below `i`: the entries before it (i < 64).
             let first = |i: usize| shared(i) & ((1u64 << i) - 1) == 0;
-            self.known.insert(set, (0..len).filter(|&i| first(i)).count() as u64);
+            let distinct = (0..len).filter(|&i| first(i)).count() as u64;
+            self.known.insert(set, distinct);
         }
         true
+    }
+}
+
+/// A tiny input's equality masks, made once per dimension when a set first
+/// needs them (the search may count a few times on one input): for
+/// dimension `d`, `of(d)[i]` has bit `j` set when entries `i` and `j` share
+/// their coordinate of `d`. Only the dimensions asked for take room.
+pub(crate) struct TinyMasks {
+    /// `slot[d]`: one plus the index of `d`'s masks in `masks` (0: not made).
+    slot: [u8; 64],
+    masks: Vec<[u64; TINY]>,
+}
+
+impl Default for TinyMasks {
+    fn default() -> Self {
+        Self { slot: [0; 64], masks: Vec::new() }
+    }
+}
+
+impl TinyMasks {
+    fn of(&self, d: usize) -> &[u64; TINY] {
+        &self.masks[usize::from(self.slot[d]) - 1]
+    }
+
+    /// Makes `d`'s masks from one sort of its coordinates, so that entries
+    /// sharing one are a run. Needs at most [`TINY`] entries.
+    fn make(&mut self, source: &Source<'_>, d: usize) {
+        if self.slot[d] != 0 {
+            return;
+        }
+        let len = source.len;
+        // Each key is a coordinate over its entry's 6 bits.
+        let mut keys = [0u128; TINY];
+        keys.iter_mut().enumerate().take(len).for_each(|(e, k)| {
+            *k = u128::from(source.coord(e, d)) << 6 | e as u128;
+        });
+        let keys = &mut keys[..len];
+        keys.sort_unstable();
+        let mut same = [0u64; TINY];
+        for run in keys.chunk_by(|a, b| a >> 6 == b >> 6) {
+            let mask = run.iter().fold(0u64, |m, &k| m | 1 << (k & 63));
+            run.iter().for_each(|&k| same[(k & 63) as usize] = mask);
+        }
+        self.masks.push(same);
+        // At most 64 dimensions (`Dims`), so the count fits a `u8`.
+        self.slot[d] = self.masks.len() as u8;
     }
 }
 

@@ -21,7 +21,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{bits_below, dims_of, project, Dims, MIN_CHUNK};
+use super::{dims_of, project, Dims, MIN_CHUNK};
+use crate::key::bit_length_below as bits_below;
 use crate::Source;
 
 mod count;
