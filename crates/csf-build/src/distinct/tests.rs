@@ -111,12 +111,17 @@ fn tiny_inputs_count_exactly() {
                 let sets: Vec<Dims> = (1..1u64 << rank).collect();
                 let dense_sets: Vec<Dims> = sets.iter().copied().filter(|&s| dense.is_dense(s)).collect();
                 dense.count_dense(&dense_sets);
+                // One counter asked set by set, so that later sets reuse the
+                // masks earlier ones made.
+                let mut reused = Counter::new(&source, false);
                 for &set in &sets {
                     let want = brute(&indices, rank, set);
                     let what = format!("{shape:?}, {n} entries, set {set:b}");
                     let mut tiny = Counter::new(&source, false);
                     assert!(tiny.count_tiny(&[set]), "{what}");
                     assert_eq!(tiny.get(set), Some(want), "{what}");
+                    assert!(reused.count_tiny(&[set]), "{what}");
+                    assert_eq!(reused.get(set), Some(want), "reused masks: {what}");
                     if dense_sets.contains(&set) {
                         assert_eq!(dense.get(set), Some(want), "dense: {what}");
                     }
