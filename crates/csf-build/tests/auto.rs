@@ -3,7 +3,9 @@
 //! Ranks 3 to 5: Auto's order and size must be those of the smallest built
 //! tensor, the lexicographically first among equals. Ranks 6 to 8: never
 //! larger than the best of identity, shortest-extent-first and
-//! fewest-distinct-first, built the same way.
+//! fewest-distinct-first, built the same way; on inputs of at most 64
+//! entries, the optimum (costed from every set's distinct projections), the
+//! heuristics' pick on ties.
 
 use csf_build::{build, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options};
 use csf_testdata::Rng;
@@ -183,5 +185,58 @@ fn auto_is_never_worse_than_the_heuristics_at_ranks_6_to_8() {
         if choice.index_bytes == heuristics.0 {
             assert_eq!(choice.mode_order, heuristics.1, "case {case}: a tie keeps the heuristics' pick");
         }
+    }
+}
+
+/// At ranks 6 to 8, an input of at most 64 entries has every set counted,
+/// so `Auto` is exact there too: the cheapest order by brute force (every
+/// permutation costed from every set's distinct projections), the
+/// heuristics' pick if it is among the cheapest, else the
+/// lexicographically first of them.
+#[test]
+fn auto_is_the_brute_force_optimum_at_ranks_6_to_8_on_tiny_inputs() {
+    let mut rng = Rng::new(0x0a07_0068);
+    for case in 0..45 {
+        let rank = 6 + case % 3;
+        let (shape, mut indices) = random_case(&mut rng, rank);
+        indices.truncate(64 * rank);
+        let entries: Vec<&[u64]> = indices.chunks_exact(rank).collect();
+        let distinct = |set: u32| {
+            let mut projections: Vec<Vec<u64>> = entries
+                .iter()
+                .map(|e| (0..rank).filter(|&d| set >> d & 1 == 1).map(|d| e[d]).collect())
+                .collect();
+            projections.sort_unstable();
+            projections.dedup();
+            projections.len() as u64
+        };
+        let d_of: Vec<u64> = (0..1u32 << rank).map(distinct).collect();
+        let cost = |order: &[u32]| {
+            order[..rank - 1]
+                .iter()
+                .scan(0u32, |set, &d| {
+                    *set |= 1 << d;
+                    Some(d_of[*set as usize])
+                })
+                .sum::<u64>()
+        };
+        let identity: Vec<u32> = (0..rank as u32).collect();
+        let mut shortest = identity.clone();
+        shortest.sort_by_key(|&d| shape[d as usize]);
+        let mut fewest = identity.clone();
+        fewest.sort_by_key(|&d| d_of[1 << d]);
+        let heuristic =
+            [identity, shortest, fewest].into_iter().min_by_key(|o| (cost(o), o.clone())).unwrap();
+        let cheapest = csf_testdata::permutations(rank as u32).into_iter().min_by_key(|o| cost(o)).unwrap();
+        let want = if cost(&heuristic) == cost(&cheapest) { heuristic } else { cheapest };
+        let values = vec![1.0f64; entries.len()];
+        let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
+        let built = build(&coo, &options(ModeOrderPolicy::Auto, case % 2 == 0)).unwrap();
+        let choice = built.auto.unwrap();
+        assert_eq!(choice.mode_order, want, "case {case}: shape {shape:?}, {} entries", entries.len());
+        assert_eq!(
+            choice.index_bytes,
+            index_bytes(&build(&coo, &options(ModeOrderPolicy::Explicit(want), false)).unwrap())
+        );
     }
 }
