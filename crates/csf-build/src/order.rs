@@ -109,8 +109,8 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
     let references = [identity.clone(), shortest_first.clone()];
     let mode_order = if rank <= EXACT_MAX_RANK {
         // A tiny input has every set counted at once (a few masks each), and
-        // every order costed from them: the search's rounds of bounds and
-        // planning would cost more than that.
+        // the cheapest order found from them: the search's rounds of bounds
+        // and planning would cost more than that.
         if counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>()) {
             cheapest_counted(&counter, rank, None)
         } else {
