@@ -107,11 +107,14 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
     let in_identity_order = counter.count_sorted_prefixes();
     // `compared` reports their exact sizes: their prefix sets are always counted.
     let references = [identity.clone(), shortest_first.clone()];
+    // A tiny input has every set counted at once (a few masks each), and the
+    // cheapest order found from them: the search's rounds of bounds and
+    // planning would cost more than that, and above rank 5 its budget could
+    // stop it short of the optimum.
+    let all_counted =
+        rank <= SEARCH_MAX_RANK && counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>());
     let mode_order = if rank <= EXACT_MAX_RANK {
-        // A tiny input has every set counted at once (a few masks each), and
-        // the cheapest order found from them: the search's rounds of bounds
-        // and planning would cost more than that.
-        if counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>()) {
+        if all_counted {
             cheapest_counted(&counter, rank, None)
         } else {
             Search::new(rank, None).run(&mut counter, &references, None)
@@ -128,8 +131,7 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
         count_all(&mut counter, &prefix_sets(&fewest_distinct).collect::<Vec<_>>());
         let candidates = [identity, shortest_first, fewest_distinct];
         let best = candidates.iter().min_by_key(|o| (cost(&counter, o), *o)).cloned().unwrap_or_default();
-        if rank <= SEARCH_MAX_RANK && counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>()) {
-            // Every set of a tiny input costs a few masks: the exact optimum.
+        if all_counted {
             cheapest_counted(&counter, rank, Some(&best))
         } else if rank <= SEARCH_MAX_RANK {
             Search::new(rank, Some(&best)).run(&mut counter, &[], Some(SEARCH_WORK))

@@ -153,6 +153,18 @@ fn auto_is_the_brute_force_optimum_on_larger_tensors() {
     }
 }
 
+/// The heuristics `Auto` is never worse than at ranks 6 to 8: identity,
+/// shortest-extent-first and fewest-distinct-first (`distinct(d)`: the
+/// distinct coordinates of dimension `d`), each sort stable.
+fn heuristic_orders(shape: &[u64], distinct: impl Fn(u32) -> u64) -> [Vec<u32>; 3] {
+    let identity: Vec<u32> = (0..shape.len() as u32).collect();
+    let mut shortest = identity.clone();
+    shortest.sort_by_key(|&d| shape[d as usize]);
+    let mut fewest = identity.clone();
+    fewest.sort_by_key(|&d| distinct(d));
+    [identity, shortest, fewest]
+}
+
 #[test]
 fn auto_is_never_worse_than_the_heuristics_at_ranks_6_to_8() {
     let mut rng = Rng::new(0x0a07_0006);
@@ -161,18 +173,13 @@ fn auto_is_never_worse_than_the_heuristics_at_ranks_6_to_8() {
         let (shape, indices) = random_case(&mut rng, rank);
         let values = vec![1.0f64; indices.len() / rank];
         let coo = Coo::new(&shape, Indices::RowMajor(&indices), &values);
-        let identity: Vec<u32> = (0..rank as u32).collect();
-        let mut shortest = identity.clone();
-        shortest.sort_by_key(|&d| shape[d as usize]);
         let distinct = |d: u32| {
             let mut v: Vec<u64> = indices.iter().skip(d as usize).step_by(rank).copied().collect();
             v.sort_unstable();
             v.dedup();
-            v.len()
+            v.len() as u64
         };
-        let mut fewest = identity.clone();
-        fewest.sort_by_key(|&d| distinct(d));
-        let heuristics = sizes(&coo, &[identity, shortest, fewest]).into_iter().min().unwrap();
+        let heuristics = sizes(&coo, &heuristic_orders(&shape, distinct)).into_iter().min().unwrap();
         let built = build(&coo, &options(ModeOrderPolicy::Auto, case % 2 == 0)).unwrap();
         let choice = built.auto.unwrap();
         assert!(choice.index_bytes <= heuristics.0, "case {case}: {choice:?} vs {heuristics:?}");
@@ -220,13 +227,10 @@ fn auto_is_the_brute_force_optimum_at_ranks_6_to_8_on_tiny_inputs() {
                 })
                 .sum::<u64>()
         };
-        let identity: Vec<u32> = (0..rank as u32).collect();
-        let mut shortest = identity.clone();
-        shortest.sort_by_key(|&d| shape[d as usize]);
-        let mut fewest = identity.clone();
-        fewest.sort_by_key(|&d| d_of[1 << d]);
-        let heuristic =
-            [identity, shortest, fewest].into_iter().min_by_key(|o| (cost(o), o.clone())).unwrap();
+        let heuristic = heuristic_orders(&shape, |d| d_of[1 << d])
+            .into_iter()
+            .min_by_key(|o| (cost(o), o.clone()))
+            .unwrap();
         let cheapest = csf_testdata::permutations(rank as u32).into_iter().min_by_key(|o| cost(o)).unwrap();
         let want = if cost(&heuristic) == cost(&cheapest) { heuristic } else { cheapest };
         let values = vec![1.0f64; entries.len()];
