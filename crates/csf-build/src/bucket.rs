@@ -23,10 +23,13 @@
 //! scratch, and their parts are sorted from there back into place.
 
 use crate::key::{bit_length_below, Key};
-use crate::sort::copy_slot;
+use crate::sort::{copy_slot, TOP_BITS};
 
-/// The digit of a second MSD pass.
+/// The widest digit of a second MSD pass (see [`digit_bits`]).
 const DIGIT_BITS: u32 = 11;
+/// The keys per part that an MSD pass aims at on average, at the least:
+/// skewed as the parts may be, most of them still fit [`CACHE_KEYS`].
+const MSD_PART_KEYS: usize = 1 << 14;
 /// The widest LSD digit: two passes of up to 12 bits beat three of 8 on
 /// buckets of ~10k keys.
 const LSD_BITS: u32 = 12;
@@ -88,10 +91,9 @@ pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut
         return;
     }
     // Too big for the cache: split by the top digit, then sort each part.
-    let shift = hi - (hi - lo).min(DIGIT_BITS);
     scratch.keys.clear();
     scratch.keys.extend_from_slice(keys);
-    let starts = msd_pass::<K, 0>((&scratch.keys, &[]), (keys, &mut []), 0, shift, hi);
+    let (shift, starts) = msd_pass::<K, 0>((&scratch.keys, &[]), (keys, &mut []), 0, (lo, hi));
     for d in 0..starts.len() - 1 {
         sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
     }
@@ -129,10 +131,9 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     }
     // Too big for the cache: an MSD pass into the scratch, then each part
     // sorted from there back into place.
-    let shift = hi - (hi - lo).min(DIGIT_BITS);
     part_keys.resize(keys.len(), K::default());
     part_slots.resize(slots.len(), 0);
-    let starts = msd_pass::<K, W>((keys, slots), (part_keys, part_slots), width, shift, hi);
+    let (shift, starts) = msd_pass::<K, W>((keys, slots), (part_keys, part_slots), width, (lo, hi));
     for d in 0..starts.len() - 1 {
         let (a, b) = (starts[d], starts[d + 1]);
         let src = (&part_keys[a..b], &part_slots[a * width..b * width]);
@@ -266,25 +267,31 @@ fn sort_runs(words: &mut [u64], index_bits: u32, low: u32, other: &mut Vec<u64>,
     }
 }
 
-/// One stable MSD pass over bits `shift..hi` from `src` into `dst` (the
-/// slots too when `width > 0`); returns where each digit's keys start (and,
-/// last, the number of keys).
+/// One stable MSD pass by the top bits of `lo..hi` (the digit
+/// [`digit_bits`] picks) from `src` into `dst` (the slots too when
+/// `width > 0`); returns the digit's shift and where each digit's keys start
+/// (and, last, the number of keys).
 fn msd_pass<K: Key, const W: usize>(
     src: Src<'_, K>,
     dst: Dst<'_, K>,
     width: usize,
-    shift: u32,
-    hi: u32,
-) -> Vec<usize> {
-    let radix = 1usize << (hi - shift);
-    let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
-    let mut starts = vec![0usize; radix + 1];
+    (lo, hi): (u32, u32),
+) -> (u32, Vec<usize>) {
+    // Count the widest digit, then merge its counts into the digit chosen.
+    let fine_shift = hi - (hi - lo).min(DIGIT_BITS);
+    let fine_radix = 1usize << (hi - fine_shift);
+    let mut counts = vec![0usize; fine_radix];
     for &k in src.0 {
-        starts[digit(k) + 1] += 1;
+        counts[(k.field(fine_shift) as usize) & (fine_radix - 1)] += 1;
     }
-    for d in 0..radix {
-        starts[d + 1] += starts[d];
+    let bits = digit_bits(&counts, src.0.len());
+    let (shift, radix) = (hi - bits, 1usize << bits);
+    let mut starts = Vec::with_capacity(radix + 1);
+    starts.push(0);
+    for group in counts.chunks(fine_radix / radix) {
+        starts.push(starts[starts.len() - 1] + group.iter().sum::<usize>());
     }
+    let digit = |k: K| (k.field(shift) as usize) & (radix - 1);
     let mut next = starts.clone();
     for (i, &k) in src.0.iter().enumerate() {
         let at = next[digit(k)];
@@ -294,7 +301,27 @@ fn msd_pass<K: Key, const W: usize>(
             copy_slot::<W>(&mut dst.1[at * width..(at + 1) * width], &src.1[i * width..(i + 1) * width]);
         }
     }
-    starts
+    (shift, starts)
+}
+
+/// The bits of an MSD digit over `n` keys whose widest digit's counts are
+/// `counts` (a power of two of them). Each bit doubles the pass's write
+/// streams (two per digit with slots), which cost TLB and cache misses once
+/// they outnumber the top-digit scatter's ([`TOP_BITS`]); each part bigger
+/// than [`CACHE_KEYS`] costs another pass. So: the fewest bits that leave no
+/// part too big, but no more than `TOP_BITS` of them; and at least enough
+/// for parts of [`MSD_PART_KEYS`] on average (docs/benchmarks.md, "Wide keys:
+/// the digit of a bucket's MSD pass").
+fn digit_bits(counts: &[usize], n: usize) -> u32 {
+    let widest = counts.len().trailing_zeros();
+    let fits = (1..widest)
+        .find(|&bits| {
+            counts.chunks(counts.len() >> bits).all(|part| part.iter().sum::<usize>() <= CACHE_KEYS)
+        })
+        .unwrap_or(widest);
+    let average = usize::BITS - n.div_ceil(MSD_PART_KEYS).saturating_sub(1).leading_zeros();
+    // (`widest` is at least 1: the callers sort on at least one bit.)
+    fits.min(TOP_BITS).max(average).min(widest)
 }
 
 /// The number of LSD passes over `bits` bits of `n` keys, and their digit
@@ -396,6 +423,62 @@ mod tests {
         let wide = |v: u64| (7u128 << 120) | u128::from(v) << 50 | u128::from(v.rotate_left(17) & 0xffff);
         check::<u128>(20_000, 120, u64::MAX, wide);
         check::<u128>(20_000, 120, 500, wide);
+    }
+
+    /// A bucket so skewed that a part of its MSD pass is still too big for
+    /// the cache: that part takes another pass of its own, and the whole is
+    /// still a stable sort with every slot beside its key.
+    #[test]
+    fn sort_with_splits_a_skewed_part_again() {
+        let n = 4 * CACHE_KEYS;
+        let mut state = 0x5ca1_ab1e_u64;
+        let keys: Vec<u64> = (0..n)
+            .map(|i| {
+                let low = rand(&mut state) & ((1 << 30) - 1);
+                // Four keys in five share their top 18 of 48 bits.
+                if i % 5 == 0 {
+                    rand(&mut state) & ((1 << 48) - 1)
+                } else {
+                    0x2_aaaa << 30 | low
+                }
+            })
+            .collect();
+        let slots: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
+        let mut expected: Vec<(u64, u32)> = keys.iter().copied().zip(0..).collect();
+        expected.sort_by_key(|&(k, _)| k);
+        let (mut got, mut got_slots) = (keys, slots);
+        sort_with::<u64, 4>(&mut got, &mut got_slots, 4, (0, 48), &mut Scratch::default());
+        let got: Vec<(u64, u32)> = got
+            .into_iter()
+            .zip(got_slots.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        assert!(got == expected);
+    }
+
+    /// The counts of a widest digit of 11 bits over `n` keys: `heavy` of
+    /// them in digit 0, the rest spread evenly.
+    fn counts(n: usize, heavy: usize) -> Vec<usize> {
+        let mut counts = vec![(n - heavy) / 2048; 2048];
+        counts[0] += heavy + (n - heavy) % 2048;
+        counts
+    }
+
+    #[test]
+    fn msd_digits_are_as_narrow_as_the_parts_allow() {
+        // Even keys: enough bits that parts fit the cache, at least parts of
+        // MSD_PART_KEYS on average.
+        assert_eq!(digit_bits(&counts(CACHE_KEYS + 1, 0), CACHE_KEYS + 1), 3);
+        assert_eq!(digit_bits(&counts(300_000, 0), 300_000), 5);
+        // Skewed: the fewest bits that leave no part too big (6 here: a part
+        // of 32 digits of the widest holds the 60k keys of digit 0 and 31 *
+        // 117 more; of 64, 7.5k more, too many)...
+        assert_eq!(digit_bits(&counts(300_000, 60_000), 300_000), 6);
+        // ... but no more than the top-digit scatter's, unless the average needs them.
+        assert_eq!(digit_bits(&counts(300_000, 200_000), 300_000), TOP_BITS);
+        assert_eq!(digit_bits(&counts(1 << 26, 1 << 20), 1 << 26), DIGIT_BITS);
+        // Fewer bits to split on than the widest digit has.
+        assert_eq!(digit_bits(&[CACHE_KEYS, 5], CACHE_KEYS + 5), 1);
+        assert_eq!(digit_bits(&[1 << 20, 1 << 20, 0, 0], 1 << 21), 2);
     }
 
     /// `sort_with` on bits `lo..hi` of keys already in order by their bits

@@ -39,7 +39,7 @@ use crate::key::Key;
 /// streams (two per bucket with a payload) within the TLB's reach, and a
 /// bucket of a 10M-key sort (160 KiB of keys) within L2 (docs/benchmarks.md,
 /// "Figures behind constants", compares 1024 and 2048).
-const TOP_BITS: u32 = 9;
+pub(crate) const TOP_BITS: u32 = 9;
 /// The bucket size the top digit aims at when there are too few keys to fill
 /// `2^TOP_BITS` buckets of it.
 const BUCKET_KEYS: usize = 2048;
