@@ -7,8 +7,9 @@
 //! ```
 //!
 //! Arguments (all optional): the non-zero count (`10M`), `uniform`,
-//! `powerlaw` or `sorted` (the uniform entries in storage order) or the
-//! path of a `.tns` file (then the count is ignored), the number of threads (`1`: `Options { parallel: false }`;
+//! `powerlaw` or `sorted` (the uniform entries in storage order), each over
+//! 2000^3 or, after a colon, a shape such as `powerlaw:500x5000x50000x500000`,
+//! or the path of a `.tns` file (then the count is ignored), the number of threads (`1`: `Options { parallel: false }`;
 //! more: `parallel: true` on a rayon pool of that size; default: all cores),
 //! the number of builds (5), and `floor` to time, after each build, the
 //! memory floor of its output: fresh arrays of the built tensor's sizes
@@ -34,7 +35,11 @@ fn main() {
         };
         digits.parse::<usize>().expect("a count such as 10M") * scale
     });
-    let distribution = match arg(1) {
+    let (kind, shape) =
+        arg(1).and_then(|a| a.split_once(':')).map_or((arg(1), None), |(k, s)| (Some(k), Some(s)));
+    let shape: Vec<u64> =
+        shape.map_or(vec![2000; 3], |s| s.split('x').map(|e| e.parse().expect("an extent")).collect());
+    let distribution = match kind {
         Some("powerlaw") => Distribution::PowerLaw { skew: 3.0 },
         _ => Distribution::Uniform,
     };
@@ -44,10 +49,10 @@ fn main() {
     let file = arg(1).filter(|a| a.contains(".tns"));
     let mut coo = match file {
         Some(path) => csf_testdata::read_tns(std::path::Path::new(path)).expect("a readable .tns file"),
-        None => synthetic(&[2000, 2000, 2000], nnz, distribution, 0x5eed ^ nnz as u64),
+        None => synthetic(&shape, nnz, distribution, 0x5eed ^ nnz as u64),
     };
     let nnz = coo.len();
-    if arg(1) == Some("sorted") {
+    if kind == Some("sorted") {
         // The same entries in storage order: the presorted path.
         let mut entries: Vec<usize> = (0..coo.len()).collect();
         entries.sort_by(|&a, &b| coo.index(a).cmp(coo.index(b)));

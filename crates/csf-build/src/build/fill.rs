@@ -147,18 +147,30 @@ impl Writer {
         let mut count = [0usize; MAX_RANK];
         count[..rank].copy_from_slice(base);
         let mut local = [0usize; MAX_RANK];
-        // A copy of the current bucket's value slots: the leaf values are
-        // written over the chunk's slots, possibly over slots the bucket has
-        // yet to read.
+        // The leaf values are written over the chunk's slots. Keys with
+        // position bits index their slots anywhere in their bucket, so the
+        // bucket's slots are copied first: a leaf may be written over a slot
+        // the bucket has yet to read. Keys without them (wide keys) have
+        // their slots in key order, and slot `j` is read at key `j`, before
+        // any leaf `k <= j` is written over it: no copy, for a constant width.
+        let in_order = W != 0 && W <= 8 && layout.position_bits == 0;
         let mut bucket_values: Vec<u8> = Vec::new();
+        let mut read = [0u8; 8];
         for bucket in buckets {
-            bucket_values.clear();
-            bucket_values.extend_from_slice(&values[bucket.start * width..bucket.end * width]);
+            if !in_order {
+                bucket_values.clear();
+                bucket_values.extend_from_slice(&values[bucket.start * width..bucket.end * width]);
+            }
             let first_slot = start + bucket.start;
             for j in bucket {
                 let key = keys[j];
-                let from = (layout.slot(key, start + j) - first_slot) * width;
-                let slot = &bucket_values[from..from + width];
+                let slot: &[u8] = if in_order {
+                    copy_slot::<W>(&mut read[..width], &values[j * width..(j + 1) * width]);
+                    &read[..width]
+                } else {
+                    let from = (layout.slot(key, start + j) - first_slot) * width;
+                    &bucket_values[from..from + width]
+                };
                 let split = prev.map_or(Some(0), |p| layout.split_level(p, key));
                 prev = Some(key);
                 let Some(split) = split else {
