@@ -37,9 +37,12 @@ impl<'j> Keyer<'j> {
     /// coordinate outside the shape is masked to its field, so that it
     /// cannot change other fields: the count and the scatter must agree on
     /// every key's bucket even then (the sort gives up after the scatter).
+    /// `N` is `levels` when constant (0: `levels`), so that the level loop
+    /// unrolls with the extents and shifts in registers.
     #[inline(always)]
-    fn pack<K: Key>(&self, levels: usize, coord: impl Fn(usize) -> u64) -> (K, bool) {
+    fn pack<K: Key, const N: usize>(&self, levels: usize, coord: impl Fn(usize) -> u64) -> (K, bool) {
         let layout = &self.job.layout;
+        let levels = if N == 0 { levels } else { N };
         let mut key = K::default();
         let mut ok = true;
         for level in 0..levels {
@@ -55,7 +58,25 @@ impl<'j> Keyer<'j> {
     /// their first `levels` levels (see `pack`), and says whether every
     /// coordinate read was inside the shape.
     #[inline(always)]
-    fn each<K: Key>(&self, range: Range<usize>, levels: usize, mut f: impl FnMut(K, usize)) -> bool {
+    fn each<K: Key>(&self, range: Range<usize>, levels: usize, f: impl FnMut(K, usize)) -> bool {
+        // The common numbers of levels as constants (one, for the counting
+        // pass's top digit, and the whole key at ranks 3 and 4).
+        match levels {
+            1 => self.each_with::<K, 1>(range, levels, f),
+            3 => self.each_with::<K, 3>(range, levels, f),
+            4 => self.each_with::<K, 4>(range, levels, f),
+            _ => self.each_with::<K, 0>(range, levels, f),
+        }
+    }
+
+    /// `each` for `N` levels (0: `levels`).
+    #[inline(always)]
+    fn each_with<K: Key, const N: usize>(
+        &self,
+        range: Range<usize>,
+        levels: usize,
+        mut f: impl FnMut(K, usize),
+    ) -> bool {
         let drop_zeros = self.job.options.drop_zeros;
         let mut ok = true;
         // One loop per layout, so that the coordinate lookup inlines.
@@ -66,7 +87,7 @@ impl<'j> Keyer<'j> {
                 for (entry, row) in range.zip(rows) {
                     // Bounds first: a coordinate outside the shape is an
                     // input error even on an entry that is dropped as zero.
-                    let (key, in_bounds) = self.pack(levels, |l| row[self.dims[l]]);
+                    let (key, in_bounds) = self.pack::<K, N>(levels, |l| row[self.dims[l]]);
                     ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
@@ -85,7 +106,7 @@ impl<'j> Keyer<'j> {
                 for entry in range {
                     // Bounds first: a coordinate outside the shape is an
                     // input error even on an entry that is dropped as zero.
-                    let (key, in_bounds) = self.pack(levels, |l| by_level[l][entry - start]);
+                    let (key, in_bounds) = self.pack::<K, N>(levels, |l| by_level[l][entry - start]);
                     ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
