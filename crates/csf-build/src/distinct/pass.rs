@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use super::{dims_of, project, Dims, MIN_CHUNK};
 use crate::key::bit_length_below as bits_below;
-use crate::Source;
+use crate::{Indices, Source};
 
 mod count;
 mod key;
@@ -242,11 +242,21 @@ impl<K: PackedKey> Keys<K> for Input<'_, '_> {
         self.source.len
     }
     #[inline(always)]
-    fn each(&self, range: Range<usize>, mut f: impl FnMut(K)) {
-        let widths = &self.plan.widths;
-        project(self.source, &self.plan.dims, range, |_, c| {
-            f(c.iter().zip(widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c))))
-        });
+    fn each(&self, range: Range<usize>, f: impl FnMut(K)) {
+        // The common numbers of dimensions as constants: the packing loop
+        // unrolls with its widths in registers.
+        match self.plan.dims.len() {
+            3 => self.each_with::<K, 3>(range, f),
+            4 => self.each_with::<K, 4>(range, f),
+            5 => self.each_with::<K, 5>(range, f),
+            _ => {
+                let widths = &self.plan.widths;
+                let mut f = f;
+                project(self.source, &self.plan.dims, range, |_, c| {
+                    f(c.iter().zip(widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c))))
+                });
+            }
+        }
     }
     /// Reads `a`'s coordinates alone.
     fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
@@ -255,6 +265,37 @@ impl<K: PackedKey> Keys<K> for Input<'_, '_> {
             f(c[0].checked_shr(shift).unwrap_or(0) as usize & (by.count - 1))
         });
     }
+}
+
+impl Input<'_, '_> {
+    /// `Keys::each` for a plan of `N` dimensions.
+    #[inline(always)]
+    fn each_with<K: PackedKey, const N: usize>(&self, range: Range<usize>, mut f: impl FnMut(K)) {
+        let dims: [usize; N] = std::array::from_fn(|i| self.plan.dims[i]);
+        let widths: [u32; N] = std::array::from_fn(|i| self.plan.widths[i]);
+        match self.source.indices {
+            Indices::RowMajor(flat) => {
+                let rank = self.source.shape.len();
+                for row in flat[range.start * rank..range.end * rank].chunks_exact(rank) {
+                    f(packed(&widths, |i| row[dims[i]]));
+                }
+            }
+            Indices::Columnar(cols) => {
+                let cols: [&[u64]; N] = std::array::from_fn(|i| &cols[dims[i]][range.clone()]);
+                // (An index into every column, which an iterator over one cannot give.)
+                #[allow(clippy::needless_range_loop)]
+                for entry in 0..range.len() {
+                    f(packed(&widths, |i| cols[i][entry]));
+                }
+            }
+        }
+    }
+}
+
+/// The key of `N` coordinates `coord(i)`, each in `widths[i]` bits, the first highest.
+#[inline(always)]
+fn packed<K: PackedKey, const N: usize>(widths: &[u32; N], coord: impl Fn(usize) -> u64) -> K {
+    (0..N).fold(K::default(), |k, i| k.shl_or(widths[i], K::from_u64(coord(i))))
 }
 
 /// The buckets of a pass: `key >> shift`, of `count` (a power of two).
