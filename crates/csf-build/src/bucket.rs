@@ -310,8 +310,8 @@ fn msd_pass<K: Key, const W: usize>(
 /// they outnumber the top-digit scatter's ([`TOP_BITS`]); each part bigger
 /// than [`CACHE_KEYS`] costs another pass. So: the fewest bits that leave no
 /// part too big, but no more than `TOP_BITS` of them; and at least enough
-/// for parts of [`MSD_PART_KEYS`] on average (docs/benchmarks.md, "Wide keys:
-/// the digit of a bucket's MSD pass").
+/// for parts of [`MSD_PART_KEYS`] on average (docs/benchmarks.md, "Wide keys,
+/// round 2").
 fn digit_bits(counts: &[usize], n: usize) -> u32 {
     let widest = counts.len().trailing_zeros();
     let fits = (1..widest)
