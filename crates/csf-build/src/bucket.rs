@@ -133,6 +133,30 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     // sorted from there back into place.
     part_keys.resize(keys.len(), K::default());
     part_slots.resize(slots.len(), 0);
+    let n = keys.len();
+    split_and_sort::<K, W>(
+        (keys, slots),
+        (&mut part_keys[..n], &mut part_slots[..n * width]),
+        width,
+        (lo, hi),
+        work,
+    );
+}
+
+/// `sort_with` of keys (and slots) that [`order`] cannot take: an MSD pass
+/// into `part` (as long as the keys), then each part sorted from there back
+/// into place. A part still too big (a heavy coordinate, or more bits than a
+/// word holds beside the index, as `u128` keys have) is copied back and
+/// split again, with its own stretch of `part` as its buffer: that stretch
+/// is free once its keys are back, so no buffer is allocated however deep
+/// the splits go.
+fn split_and_sort<K: Key, const W: usize>(
+    (keys, slots): Dst<'_, K>,
+    (part_keys, part_slots): Dst<'_, K>,
+    width: usize,
+    (lo, hi): (u32, u32),
+    work: &mut Work<K>,
+) {
     let (shift, starts) = msd_pass::<K, W>((keys, slots), (part_keys, part_slots), width, (lo, hi));
     for d in 0..starts.len() - 1 {
         let (a, b) = (starts[d], starts[d + 1]);
@@ -144,11 +168,10 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
         } else if let Some(order) = order(src.0, lo, shift, work) {
             write::<K, W>(order, work, src, dst, width);
         } else {
-            // Still too big (a heavy coordinate, or more bits than a word holds beside
-            // the index, as `u128` keys have): in place, with buffers of its own.
             dst.0.copy_from_slice(src.0);
             dst.1.copy_from_slice(src.1);
-            sort_with::<K, W>(dst.0, dst.1, width, (lo, shift), &mut Scratch::default());
+            let part = (&mut part_keys[a..b], &mut part_slots[a * width..b * width]);
+            split_and_sort::<K, W>(dst, part, width, (lo, shift), work);
         }
     }
 }
