@@ -192,9 +192,10 @@ enum Order<K> {
     /// In `pairs`: (key, index).
     Pairs,
     /// In `words[0]`: the key's bits `lo..hi` above an `index_bits`-bit
-    /// index; the bits from `hi` up are `high`'s. With `lo > 0` the words
-    /// do not hold the whole key: it is read from the source by its index.
-    Words { high: K, lo: u32, hi: u32, index_bits: u32 },
+    /// index; the bits from `hi` up are `high`'s, whose bits below `hi` are
+    /// clear. With `lo > 0` the words do not hold the whole key: it is read
+    /// from the source by its index.
+    Words { high: K, lo: u32, index_bits: u32 },
 }
 
 /// Puts the keys of a bucket that fits the cache in stable order by bits
@@ -231,7 +232,7 @@ fn order<K: Key>(keys: &[K], lo: u32, hi: u32, work: &mut Work<K>) -> Option<Ord
     if low > index_bits {
         sort_runs(sorted, index_bits, low, other, &mut work.counts);
     }
-    Some(Order::Words { high: keys[0].with_low(hi, 0), lo, hi, index_bits })
+    Some(Order::Words { high: keys[0].with_low(hi, 0), lo, index_bits })
 }
 
 /// Writes the keys in `order` to `dst`, each with its slot, from `src`
@@ -250,10 +251,12 @@ fn write<K: Key, const W: usize>(
     };
     match order {
         Order::Pairs => work.pairs.iter().enumerate().for_each(|(at, &(key, i))| put(at, key, i as usize)),
-        Order::Words { high, lo: 0, hi, index_bits } => {
+        Order::Words { high, lo: 0, index_bits } => {
             let index_mask = (1u64 << index_bits) - 1;
             for (at, &word) in work.words[0].iter().enumerate() {
-                put(at, high.with_low(hi, word >> index_bits), (word & index_mask) as usize);
+                // `high`'s bits below `hi` are clear: an OR puts the word's
+                // key bits there (`with_low` would clear them again, per key).
+                put(at, high.shl_or(0, word >> index_bits), (word & index_mask) as usize);
             }
         }
         Order::Words { index_bits, .. } => {
