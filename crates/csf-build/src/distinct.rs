@@ -461,6 +461,12 @@ impl<'a> Counter<'a> {
         }
     }
 
+    /// Whether the input is tiny: at most [`TINY`] entries, which
+    /// [`Counter::count_tiny`] counts.
+    pub(crate) fn is_tiny(&self) -> bool {
+        self.source.len <= TINY
+    }
+
     /// Counts `sets` on a tiny input (at most [`TINY`] entries); `false`
     /// (nothing counted) on a bigger one. Each dimension's equalities are
     /// bit masks ([`TinyMasks`]): two entries share a set's projection where
@@ -468,10 +474,10 @@ impl<'a> Counter<'a> {
     /// projection when no entry before it shares its own. A set then costs
     /// an AND per dimension and entry, whatever its width.
     pub(crate) fn count_tiny(&mut self, sets: &[Dims]) -> bool {
-        let len = self.source.len;
-        if len > TINY {
+        if !self.is_tiny() {
             return false;
         }
+        let len = self.source.len;
         for &set in sets {
             if self.get(set).is_some() {
                 continue;

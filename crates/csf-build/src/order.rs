@@ -111,8 +111,10 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
     // cheapest order found from them: the search's rounds of bounds and
     // planning would cost more than that, and above rank 5 its budget could
     // stop it short of the optimum.
-    let all_counted =
-        rank <= SEARCH_MAX_RANK && counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>());
+    // (Asked only of a tiny input: the list of every set is not made for the others.)
+    let all_counted = rank <= SEARCH_MAX_RANK
+        && counter.is_tiny()
+        && counter.count_tiny(&(1..(1 << rank) - 1).collect::<Vec<Dims>>());
     let mode_order = if rank <= EXACT_MAX_RANK {
         if all_counted {
             cheapest_counted(&counter, rank, None)
@@ -162,15 +164,13 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) 
 fn cheapest_counted(counter: &Counter<'_>, rank: usize, preferred: Option<&[u32]>) -> Vec<u32> {
     let full: Dims = (1 << rank) - 1;
     let level = |set: Dims| if set == full { 0 } else { counter.get(set).unwrap_or(u64::MAX) };
+    // The cost below `set` through `next = set + d`, given `rest` so far.
+    let through = |rest: &[u64], next: Dims| level(next).saturating_add(rest[next as usize]);
     let mut rest = vec![0u64; 1 << rank];
     // Supersets first: a set's index is above those of its subsets.
     for set in (0..full).rev() {
-        rest[set as usize] = (0..rank)
-            .filter(|&d| set >> d & 1 == 0)
-            .map(|d| set | 1 << d)
-            .map(|next| level(next).saturating_add(rest[next as usize]))
-            .min()
-            .unwrap_or(0);
+        rest[set as usize] =
+            (0..rank).filter(|&d| set >> d & 1 == 0).map(|d| through(&rest, set | 1 << d)).min().unwrap_or(0);
     }
     if let Some(preferred) = preferred.filter(|o| cost(counter, o) == rest[0]) {
         return preferred.to_vec();
@@ -178,10 +178,7 @@ fn cheapest_counted(counter: &Counter<'_>, rank: usize, preferred: Option<&[u32]
     let mut order = Vec::with_capacity(rank);
     let mut set: Dims = 0;
     while set != full {
-        let keeps_least = |d: &usize| {
-            let next = set | 1 << d;
-            set >> d & 1 == 0 && level(next).saturating_add(rest[next as usize]) == rest[set as usize]
-        };
+        let keeps_least = |d: &usize| set >> d & 1 == 0 && through(&rest, set | 1 << d) == rest[set as usize];
         let Some(d) = (0..rank).find(keeps_least) else { break };
         order.push(d as u32);
         set |= 1 << d;
