@@ -282,6 +282,25 @@ impl<'a> Counter<'a> {
             && in_bucket <= RIDE_BITS.min(pass::local_limit(self.source.len))
     }
 
+    /// Whether a partition pass by `a` counts `set` (which holds `a`) by
+    /// bitmaps, a fraction of what hashing it costs, with keys of every
+    /// dimension (`pass::packs_all`, so that another pass re-scatters the
+    /// last one's keys rather than the input).
+    pub(crate) fn counts_by_bitmap(&self, a: usize, set: Dims) -> bool {
+        self.packs_all() && pass::counts_by_bitmap(self.source.shape, a, set, self.source.len)
+    }
+
+    /// Whether a partition pass's keys hold every dimension (`pass::packs_all`).
+    pub(crate) fn packs_all(&self) -> bool {
+        pass::packs_all(self.source.shape)
+    }
+
+    /// The dimension the last partition pass left the keys in buckets by,
+    /// if they are still there: another pass by it needs no scatter.
+    pub(crate) fn scattered_by(&self) -> Option<usize> {
+        self.keys.scattered.as_ref().map(|&(a, _)| a)
+    }
+
     /// Counts every set of `sets` (all dense) by bitmaps. One scan of the
     /// entries fills the bitmaps of several sets (reading the input is what
     /// a scan costs), and scans run in parallel, in waves whose bitmaps

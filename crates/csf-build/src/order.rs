@@ -34,7 +34,10 @@
 //! order later in the tie rule, cannot win, and its sets are not needed. The next
 //! round counts the smallest needed sets where a bitmap is cheap, else the dense
 //! sets of the reference orders (`compared` reports their sizes) and then of the
-//! most promising order, else one partition pass. The passes are planned as a cover
+//! most promising order, else one partition pass. A pass counts the sets it
+//! can by bitmaps first; those it would hash wait for later rounds, where the
+//! new bounds may rule them out, a reference's or the most promising order's
+//! first. The passes are planned as a cover
 //! of the needed sets too big for a bitmap: each by the dimension that the most of
 //! them not yet covered contain, so that one scatter of the entries serves them
 //! all, and a dense set whose cells within a bucket of one of those passes fit a
@@ -283,7 +286,9 @@ impl<'p> Search<'p> {
                 .extend(references.iter().flat_map(|o| prefix_sets(o)).filter(|&s| counter.get(s).is_none()));
             needed.sort_unstable();
             needed.dedup();
-            let step = next_step(counter, &needed, &focus);
+            // (Above rank 5 the budget counts passes: splitting them would
+            // change where the search stops, and so its answer.)
+            let step = next_step(counter, &needed, &focus, budget.is_none());
             let over = budget.is_some_and(|b| spent + step.work() > b);
             match (step, best) {
                 (Step::Done, Some(best)) => return best,
@@ -364,7 +369,15 @@ impl Step {
 /// contains it. A dense set that rides in one of the passes
 /// (`Counter::rides_in_pass`: its bitmap within a bucket fits L2, where its
 /// own scan would miss L1) is counted in that pass instead of a scan.
-fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Step {
+///
+/// With `bitmaps_first` (the exact search), when the passes' keys hold every
+/// dimension (so that a pass re-scatters the last one's keys, or none when
+/// it is by the same dimension), a pass counts only its sets that a bucket
+/// bitmap counts; the sets it would hash wait for the next rounds, where the
+/// bitmap counts and an exact cost of `focus` (hashed first) often rule them
+/// out. On the rank-4 power law that leaves two of four hashed sets
+/// (docs/benchmarks.md, "Auto: bitmaps before hashing").
+fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32], bitmaps_first: bool) -> Step {
     let Some(smallest) = needed.iter().map(|s| s.count_ones()).min() else { return Step::Done };
     let passes = passes(counter, needed, focus);
     let rides = |s: Dims| passes.iter().any(|&a| counter.rides_in_pass(a, s));
@@ -381,9 +394,41 @@ fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32]) -> Step {
     if !mine.is_empty() {
         return Step::Dense(mine);
     }
-    let Some(&a) = passes.first() else { return Step::Dense(dense) };
-    let counts_in_pass = |s: Dims| s >> a & 1 == 1 && (!counter.is_dense(s) || counter.rides_in_pass(a, s));
-    Step::Pass(a, needed.iter().copied().filter(|&s| counts_in_pass(s)).collect())
+    let Some(&first) = passes.first() else { return Step::Dense(dense) };
+    let in_pass =
+        |a: usize, s: Dims| s >> a & 1 == 1 && (!counter.is_dense(s) || counter.rides_in_pass(a, s));
+    let sets_of = |a: usize, also: &dyn Fn(Dims) -> bool| -> Vec<Dims> {
+        needed.iter().copied().filter(|&s| in_pass(a, s) && also(s)).collect()
+    };
+    if !bitmaps_first || !counter.packs_all() {
+        return Step::Pass(first, sets_of(first, &|_| true));
+    }
+    // The sets a pass counts by bitmaps first: they cost a fraction of a
+    // hashed set and bound the hashed ones, which then often need no count.
+    // By the dimension the keys are in buckets by already (no scatter), else
+    // in the cover's order.
+    let scattered = counter.scattered_by();
+    for a in scattered.into_iter().chain(passes.iter().copied()) {
+        let sets = sets_of(a, &|s| counter.counts_by_bitmap(a, s));
+        if !sets.is_empty() {
+            return Step::Pass(a, sets);
+        }
+    }
+    // Only hashed sets left: `focus`'s first (a reference, while one is
+    // uncounted), so that an exact cost rules out the orders that cannot
+    // beat it before their sets are hashed. By the dimension most of them
+    // hold, the scattered one on ties.
+    let hashed: Vec<Dims> = prefix_sets(focus).filter(|s| needed.contains(s)).collect();
+    let holding = |d: usize| hashed.iter().filter(|&&s| in_pass(d, s)).count();
+    let by = (0..counter.extents().len())
+        .max_by_key(|&d| (holding(d), scattered == Some(d), std::cmp::Reverse(d)));
+    match by {
+        Some(a) if holding(a) > 0 => Step::Pass(a, sets_of(a, &|s| hashed.contains(&s))),
+        _ => {
+            let a = scattered.filter(|&a| !sets_of(a, &|_| true).is_empty()).unwrap_or(first);
+            Step::Pass(a, sets_of(a, &|_| true))
+        }
+    }
 }
 
 /// The dimensions of the partition passes that count the sparse sets of
@@ -504,4 +549,34 @@ fn next_permutation(order: &mut [u32]) -> bool {
     order.swap(i - 1, j);
     order[i..].reverse();
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Indices;
+    use csf_testdata::{permutations, synthetic, Distribution};
+
+    /// A power law of the rank-4 shape, whose pairs with the two
+    /// long dimensions are nearly all distinct: a pass counts the sets it can
+    /// by bitmaps first, and their counts rule out every order through
+    /// {0, 2, 3} and {1, 2, 3} before those are hashed. The answer is still
+    /// the exhaustive count's.
+    #[test]
+    fn bitmap_counts_spare_the_hashed_sets_they_rule_out() {
+        let shape = [500u64, 5000, 50_000, 500_000];
+        let tensor = synthetic(&shape, 200_000, Distribution::PowerLaw { skew: 3.0 }, 7);
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&tensor.indices), len: tensor.len() };
+        let mut counter = Counter::new(&source, false);
+        let identity: Vec<u32> = vec![0, 1, 2, 3];
+        let chosen = Search::new(4, None).run(&mut counter, &[identity], None);
+
+        let mut all = Counter::new(&source, false);
+        count_all(&mut all, &(1..15).collect::<Vec<Dims>>());
+        let best = permutations(4).into_iter().min_by_key(|o| (cost(&all, o), o.clone()));
+        assert_eq!(Some(chosen), best);
+        for set in [0b1101, 0b1110] {
+            assert_eq!(counter.get(set), None, "{set:b} was counted");
+        }
+    }
 }

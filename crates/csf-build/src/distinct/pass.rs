@@ -8,8 +8,10 @@
 //! to write); the first pass packs the input into keys in input order (one
 //! read of the input), then scatters those. The last pass's array is then
 //! free while the pass counts, and big buckets are split into it, each into
-//! its own range. Otherwise a pass packs the dimensions of its sets only,
-//! `a` first, scattering from the input.
+//! its own range; and the keys stay in `a`'s buckets, so that another pass
+//! by `a` (of sets the search asks for later) counts without a scatter.
+//! Otherwise a pass packs the dimensions of its sets only, `a` first,
+//! scattering from the input.
 //!
 //! Per bucket, a set is counted by a bitmap of its bucket-local cells when
 //! they are few (`BITMAP_BITS`), by a bitmap per part when a little more
@@ -120,10 +122,17 @@ impl Plan {
             Buckets { shift: self.a_shift + self.widths[self.at] - bucket_bits, count: 1 << bucket_bits };
         let reuse = self.full && arrays.full;
         arrays.full = self.full;
+        // The keys already in buckets by `a` (a pass of more sets by it):
+        // no scatter.
+        let kept = match arrays.scattered.take() {
+            Some((dim, starts)) if reuse && dim == self.dims[self.at] => Some(starts),
+            _ => None,
+        };
         let (keys, mut spare) = K::arrays(arrays);
         let input = Input { plan: self, source };
-        let starts = match spare.as_mut() {
-            Some(spare) if self.full => {
+        let starts = match (kept, spare.as_mut()) {
+            (Some(starts), _) => starts,
+            (None, Some(spare)) if self.full => {
                 // The last pass's keys, or the input's packed in input order
                 // (the input read once): scattered, then free to split big
                 // buckets into.
@@ -134,7 +143,7 @@ impl Plan {
                 }
                 by.scatter(keys, parallel, &spare[..])
             }
-            _ => by.scatter(keys, parallel, &input),
+            (None, _) => by.scatter(keys, parallel, &input),
         };
         let keys = &keys[..];
         let masks = self.masks::<K>();
@@ -155,6 +164,9 @@ impl Plan {
             let mut scratch = Scratch::default();
             buckets.into_iter().map(|b| count(&mut scratch, b)).collect()
         };
+        if self.full {
+            arrays.scattered = Some((self.dims[self.at], starts));
+        }
         (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
     }
 
@@ -196,6 +208,15 @@ pub(super) fn bucket_bits(width: u32, entries: usize) -> u32 {
 /// bitmap stays within 2 bytes per entry (a key takes 8).
 pub(super) fn local_limit(entries: usize) -> u32 {
     BITMAP_BITS.min((16 * entries).max(1 << 12).ilog2())
+}
+
+/// Whether a pass by `a` over `entries` entries counts `set` (which holds
+/// `a`) in each bucket by a bitmap, or a bitmap per part, rather than a
+/// hash table (`Plan::local`).
+pub(super) fn counts_by_bitmap(shape: &[u64], a: usize, set: Dims, entries: usize) -> bool {
+    let plan = Plan::new(shape, a, &[set]);
+    let bucket_bits = bucket_bits(plan.widths[plan.at], entries);
+    plan.fields.first().is_some_and(|&f| plan.local(f, bucket_bits, local_limit(entries)).is_some())
 }
 
 /// Whether a key of every dimension of `shape` fits 64 bits: then every

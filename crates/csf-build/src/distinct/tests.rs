@@ -242,12 +242,22 @@ fn passes_reuse_the_last_pass_keys() {
     for parallel in [false, true] {
         let mut counter = Counter::new(&source, parallel);
         for a in [0, 1, 2, 3, 0, 2] {
-            let sets: Vec<Dims> = (1..16).filter(|&s| s >> a & 1 == 1 && counter.get(s).is_none()).collect();
-            counter.count_pass(a, &sets);
-            for set in sets {
+            // Every set with `a`, counted again if counted before.
+            let sets: Vec<Dims> = (1..16).filter(|&s| s >> a & 1 == 1).collect();
+            sets.iter().for_each(|&s| counter.known.forget(s));
+            // Half the sets, then the rest by the same dimension: the keys
+            // are still in its buckets, and not scattered again.
+            let (first, then) = sets.split_at(sets.len().div_ceil(2));
+            counter.count_pass(a, first);
+            assert_eq!(counter.scattered_by(), Some(a));
+            counter.count_pass(a, then);
+            for &set in &sets {
                 assert_eq!(counter.get(set), Some(brute(&indices, 4, set)), "pass by {a}: set {set:b}");
             }
         }
+        // A scan lets the key arrays go, and with them the buckets.
+        counter.count_dense(&[0b0101]);
+        assert_eq!(counter.scattered_by(), None);
     }
 }
 

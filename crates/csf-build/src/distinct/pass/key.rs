@@ -38,6 +38,9 @@ pub(crate) struct KeyArrays {
     /// Whether `narrow` holds every entry's key in the full layout, in the
     /// last pass's bucket order.
     pub(super) full: bool,
+    /// With `full`: the last pass's dimension and bucket starts, so that
+    /// another pass by it counts more sets without scattering again.
+    pub(in crate::distinct) scattered: Option<(usize, Vec<usize>)>,
 }
 
 impl PackedKey for u64 {
@@ -114,7 +117,7 @@ impl PackedKey for u128 {
     fn arrays(arrays: &mut KeyArrays) -> (&mut Vec<Self>, Option<&mut Vec<Self>>) {
         // One width at a time; `u128` keys are never of the full layout
         // (it packs into 64 bits), so they have no spare.
-        (arrays.narrow, arrays.spare, arrays.full) = (Vec::new(), Vec::new(), false);
+        (arrays.narrow, arrays.spare, arrays.full, arrays.scattered) = (Vec::new(), Vec::new(), false, None);
         (&mut arrays.wide, None)
     }
 }
