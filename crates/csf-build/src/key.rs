@@ -135,12 +135,20 @@ impl Layout {
         key.field(self.shift[level]) & self.mask[level]
     }
 
+    /// Whether the sorted keys' value slots are in key order, each beside its
+    /// key: keys without position bits (wide keys) carry their slots through
+    /// the sort.
+    #[inline]
+    pub(crate) fn slots_in_key_order(&self) -> bool {
+        self.position_bits == 0
+    }
+
     /// The index of the value slot of `key`, found at `index` of the sorted
     /// keys: its position bits, or, without them, `index` (the sort then
     /// leaves each slot beside its key).
     #[inline]
     pub(crate) fn slot<K: Key>(&self, key: K, index: usize) -> usize {
-        if self.position_bits == 0 {
+        if self.slots_in_key_order() {
             return index;
         }
         (key.field(0) & (u64::MAX >> (64 - self.position_bits))) as usize

@@ -153,7 +153,7 @@ impl Writer {
         // the bucket has yet to read. Keys without them (wide keys) have
         // their slots in key order, and slot `j` is read at key `j`, before
         // any leaf `k <= j` is written over it: no copy, for a constant width.
-        let in_order = W != 0 && W <= 8 && layout.position_bits == 0;
+        let in_order = W != 0 && W <= 8 && layout.slots_in_key_order();
         let mut bucket_values: Vec<u8> = Vec::new();
         let mut read = [0u8; 8];
         for bucket in buckets {

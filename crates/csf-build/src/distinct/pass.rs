@@ -120,14 +120,12 @@ impl Plan {
         let bucket_bits = bucket_bits(self.widths[self.at], source.len);
         let by =
             Buckets { shift: self.a_shift + self.widths[self.at] - bucket_bits, count: 1 << bucket_bits };
-        let reuse = self.full && arrays.full;
-        arrays.full = self.full;
+        // The last pass's keys, when they and this pass's are of the full layout.
+        let last = arrays.scattered.take().filter(|_| self.full);
+        let reuse = last.is_some();
         // The keys already in buckets by `a` (a pass of more sets by it):
         // no scatter.
-        let kept = match arrays.scattered.take() {
-            Some((dim, starts)) if reuse && dim == self.dims[self.at] => Some(starts),
-            _ => None,
-        };
+        let kept = last.filter(|&(dim, _)| dim == self.dims[self.at]).map(|(_, starts)| starts);
         let (keys, mut spare) = K::arrays(arrays);
         let input = Input { plan: self, source };
         let starts = match (kept, spare.as_mut()) {

@@ -35,11 +35,10 @@ pub(crate) struct KeyArrays {
     /// pass's keys, which the next pass scatters from, then splits big
     /// buckets into.
     spare: Vec<u64>,
-    /// Whether `narrow` holds every entry's key in the full layout, in the
-    /// last pass's bucket order.
-    pub(super) full: bool,
-    /// With `full`: the last pass's dimension and bucket starts, so that
-    /// another pass by it counts more sets without scattering again.
+    /// When `narrow` holds every entry's key in the full layout, in the last
+    /// pass's bucket order: that pass's dimension and bucket starts (the next
+    /// pass scatters those keys, or, by the same dimension, counts on them
+    /// as they are).
     pub(in crate::distinct) scattered: Option<(usize, Vec<usize>)>,
 }
 
@@ -117,7 +116,7 @@ impl PackedKey for u128 {
     fn arrays(arrays: &mut KeyArrays) -> (&mut Vec<Self>, Option<&mut Vec<Self>>) {
         // One width at a time; `u128` keys are never of the full layout
         // (it packs into 64 bits), so they have no spare.
-        (arrays.narrow, arrays.spare, arrays.full, arrays.scattered) = (Vec::new(), Vec::new(), false, None);
+        (arrays.narrow, arrays.spare, arrays.scattered) = (Vec::new(), Vec::new(), None);
         (&mut arrays.wide, None)
     }
 }
