@@ -4,13 +4,17 @@
 
 mod bucket;
 mod build;
+mod compare;
 mod concat;
+mod dense;
 mod distinct;
 mod external;
 mod key;
 mod order;
 mod presorted;
 mod quantize;
+mod reduce;
+mod select;
 mod sort;
 mod values;
 
@@ -22,6 +26,10 @@ use hurray_format::{ElementType, Statistics};
 use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, build_owned, reorder, ReorderOptions};
+pub use compare::*;
+pub use dense::*;
+pub use reduce::*;
+pub use select::*;
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 

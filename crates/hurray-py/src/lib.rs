@@ -16,8 +16,10 @@
 use pyo3::prelude::*;
 
 mod build;
+mod compute;
 mod errors;
 mod read;
+mod select;
 mod values;
 
 /// The module.
@@ -36,5 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read::to_coo, m)?)?;
     m.add_function(wrap_pyfunction!(read::subtree, m)?)?;
     m.add_function(wrap_pyfunction!(read::to_dense, m)?)?;
+    compute::register(m)?;
+    select::register(m)?;
     Ok(())
 }

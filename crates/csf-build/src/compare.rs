@@ -1,0 +1,1 @@
+//! Comparing two tensors entry by entry (`equal`).

@@ -1,0 +1,1 @@
+//! Building a CSF tensor from a dense array (`from_dense`).

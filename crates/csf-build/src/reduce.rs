@@ -1,0 +1,1 @@
+//! Sums over dimensions (`sum_axes`).

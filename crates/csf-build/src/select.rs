@@ -1,0 +1,1 @@
+//! Selections: numpy-style indexing of a tensor (`select`).
