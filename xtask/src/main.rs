@@ -316,16 +316,29 @@ fn docsrs() -> Result {
     Ok(())
 }
 
-/// What the Python package's tests need from the package index. torch is
-/// left out (it is large): its test runs when torch is importable.
-const PYTHON_TOOLS: &[&str] = &["maturin>=1.5,<2", "numpy", "pytest", "hypothesis", "pyarrow", "sparse"];
+/// What the Python package's tests need from the package index, and mypy
+/// (with pandas' stubs) to type-check them. torch is left out (it is large):
+/// its test runs when torch is importable.
+const PYTHON_TOOLS: &[&str] = &[
+    "maturin>=1.5,<2",
+    "numpy",
+    "pytest",
+    "hypothesis",
+    "pyarrow",
+    "sparse",
+    "scipy",
+    "pandas",
+    "mypy",
+    "pandas-stubs",
+];
 
 /// The Python package, as a user gets it: a virtual environment under
 /// `target/python-venv` (made with the machine's `python3`, or
 /// `HURRAY_PYTHON`), the test tools from the package index, then
 /// `pip install ./crates/hurray-py` (maturin as the PEP 517 backend, with the
 /// Rust build cached in `target/python`), rustfmt and clippy on the binding
-/// crate (its own workspace, outside the root one), and pytest on its tests.
+/// crate (its own workspace, outside the root one), pytest on its tests, and
+/// `mypy --strict` on them.
 fn python() -> Result {
     let root = Path::new(ROOT);
     let venv = root.join("target/python-venv");
@@ -361,7 +374,19 @@ fn python() -> Result {
     run(install.arg(&krate))?;
     let mut pytest = Command::new(&python);
     pytest.current_dir(root).args(["-m", "pytest", "-q", "crates/hurray-py/tests"]);
-    run(&mut pytest)
+    run(&mut pytest)?;
+    // The tests type-check, against the package as installed (its py.typed);
+    // the settings are `[tool.mypy]` of the package's pyproject.toml.
+    let mut mypy = Command::new(&python);
+    mypy.current_dir(root).args([
+        "-m",
+        "mypy",
+        "--strict",
+        "--config-file",
+        "crates/hurray-py/pyproject.toml",
+        "crates/hurray-py/tests",
+    ]);
+    run(&mut mypy).map_err(|e| format!("{e}\n  the Python tests do not type-check (mypy --strict)"))
 }
 
 /// Installs the nightly toolchain when `cargo +nightly` does not run.

@@ -26,9 +26,9 @@ use hurray_format::{ElementType, Statistics};
 use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, build_owned, reorder, ReorderOptions};
-pub use compare::*;
-pub use dense::*;
-pub use reduce::*;
+pub use compare::equal;
+pub use dense::{from_dense, Dense, DenseOptions};
+pub use reduce::{sum_axes, Reduced};
 pub use select::*;
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
@@ -231,6 +231,40 @@ pub enum BuildError {
     /// [`Duplicates::Sum`] on a type without exact addition here.
     #[error("cannot sum duplicate {0} values; choose first, last or error")]
     CannotSum(ElementType),
+    /// An operation that does not take values of this element type
+    /// ([`from_dense`]: `bool`, whole-byte integers, `f16`, `f32`, `f64`;
+    /// [`sum_axes`]: `i64`, `u64`, `f32`, `f64`).
+    #[error("{operation} does not take {element_type} values")]
+    UnsupportedType {
+        /// The operation refused (`"from_dense"`, `"sum"`).
+        operation: &'static str,
+        /// The element type it was given.
+        element_type: ElementType,
+    },
+    /// A dense array's element count (or byte count) overflows a `u64`.
+    #[error("the shape {shape:?} has more elements (or bytes) than a u64 counts")]
+    ShapeOverflow {
+        /// The shape given.
+        shape: Vec<u64>,
+    },
+    /// The axes to sum over are not dimensions of the tensor, each once,
+    /// in increasing order.
+    #[error("axes {axes:?} are not distinct dimensions of a rank-{rank} tensor in increasing order")]
+    BadAxes {
+        /// The axes given.
+        axes: Vec<usize>,
+        /// The tensor's rank.
+        rank: usize,
+    },
+    /// A dense result would hold more elements than the caller allows (or
+    /// than a `u64` counts).
+    #[error("a dense result of shape {shape:?} has more than max_elements = {max_elements} elements")]
+    TooManyElements {
+        /// The result's shape.
+        shape: Vec<u64>,
+        /// The most elements allowed.
+        max_elements: u64,
+    },
 }
 
 /// A built tensor.

@@ -2,6 +2,7 @@
 //! tensor from arrays made elsewhere (pyarrow's), strictly validated.
 
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use csf_build::{
     Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize, ReorderOptions, StatisticsSection,
@@ -11,20 +12,21 @@ use hurray_format::ElementType;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use rayon::ThreadPool;
 
 use crate::errors;
 use crate::read::{bytes, view};
 
 /// What `build` returns: the container bytes, `Auto`'s choice `(order,
 /// pos/crd bytes)` when it ran, and the number of entries merged or dropped.
-type Built<'py> = (Bound<'py, PyArray1<u8>>, Option<(Vec<u32>, u64)>, u64);
+pub(crate) type Built<'py> = (Bound<'py, PyArray1<u8>>, Option<(Vec<u32>, u64)>, u64);
 
-fn element_type(name: &str) -> PyResult<ElementType> {
+pub(crate) fn element_type(name: &str) -> PyResult<ElementType> {
     ElementType::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown element type '{name}'")))
 }
 
 /// `"identity"`, `"auto"`, or a permutation.
-fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrderPolicy> {
+pub(crate) fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrderPolicy> {
     if let Ok(name) = spec.extract::<String>() {
         return match name.as_str() {
             "identity" => Ok(ModeOrderPolicy::Identity),
@@ -44,7 +46,7 @@ fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrderPolicy> {
     Ok(ModeOrderPolicy::Explicit(dims))
 }
 
-fn duplicates(name: &str) -> PyResult<Duplicates> {
+pub(crate) fn duplicates(name: &str) -> PyResult<Duplicates> {
     Ok(match name {
         "error" => Duplicates::Error,
         "sum" => Duplicates::Sum,
@@ -58,18 +60,55 @@ fn duplicates(name: &str) -> PyResult<Duplicates> {
     })
 }
 
-/// Runs `work` on `threads` rayon threads (all cores when `None`).
-fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+/// The most worker threads one call may ask for: far above any core count
+/// this package meets, and far below what makes starting a pool the cost of
+/// the call (each pool thread is an OS thread).
+pub(crate) const MAX_THREADS: usize = 1024;
+
+/// How many pools of different sizes stay alive for reuse. A caller that
+/// alternates between a few `threads=` values never starts a thread twice;
+/// one that tries every count keeps at most this many pools' threads alive.
+const KEPT_POOLS: usize = 4;
+
+/// The pools kept for reuse, the most recently used last.
+static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
+
+/// The pool of `n` threads: a kept one, or a new one that is kept in place of
+/// the least recently used.
+fn pool(n: usize) -> PyResult<Arc<ThreadPool>> {
+    // A panic while the lock was held cannot leave the list inconsistent
+    // (each change is one push or remove), so a poisoned lock is still usable.
+    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(at) = pools.iter().position(|(size, _)| *size == n) {
+        let kept = pools.remove(at);
+        let pool = Arc::clone(&kept.1);
+        pools.push(kept);
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("hurray-csf-{i}"))
+        .build()
+        .map_err(|e| PyValueError::new_err(format!("threads={n}: cannot start the threads: {e}")))?;
+    let pool = Arc::new(pool);
+    if pools.len() >= KEPT_POOLS {
+        // Dropping a pool ends its threads once their work is done.
+        pools.remove(0);
+    }
+    pools.push((n, Arc::clone(&pool)));
+    Ok(pool)
+}
+
+/// Runs `work` on `threads` rayon threads: rayon's global pool (every core)
+/// when `None`, the calling thread alone for 1 (the callers then ask the
+/// crates for their sequential paths), and a reused pool otherwise.
+pub(crate) fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
     match threads {
-        None => Ok(work()),
-        Some(0) => Err(PyValueError::new_err("threads must be at least 1")),
-        Some(n) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| PyValueError::new_err(format!("cannot start {n} threads: {e}")))?;
-            Ok(pool.install(work))
+        None | Some(1) => Ok(work()),
+        Some(n) if n == 0 || n > MAX_THREADS => {
+            Err(PyValueError::new_err(format!("threads must be between 1 and {MAX_THREADS}, not {n}")))
         }
+        Some(n) => Ok(pool(n)?.install(work)),
     }
 }
 
@@ -188,7 +227,7 @@ pub(crate) fn build<'py>(
 }
 
 /// Why building (or re-ordering) and encoding stopped.
-enum Fail {
+pub(crate) enum Fail {
     Build(csf_build::BuildError),
     /// Only when the file would not fit in memory.
     Encode(hurray_format::EncodeError),
@@ -206,9 +245,9 @@ impl Fail {
 /// The container bytes of a built tensor (with statistics when asked), and
 /// what `Auto` chose.
 /// The container bytes, `Auto`'s choice and the removed count.
-type Encoded = (Vec<u8>, Option<(Vec<u32>, u64)>, u64);
+pub(crate) type Encoded = (Vec<u8>, Option<(Vec<u32>, u64)>, u64);
 
-fn encode(built: csf_build::Built, statistics: bool) -> Result<Encoded, Fail> {
+pub(crate) fn encode(built: csf_build::Built, statistics: bool) -> Result<Encoded, Fail> {
     let section = if statistics { StatisticsSection::Include } else { StatisticsSection::Omit };
     let bytes = built.to_bytes(section).map_err(Fail::Encode)?;
     Ok((bytes, built.auto.map(|a| (a.mode_order, a.index_bytes)), built.removed))

@@ -15,9 +15,10 @@ import itertools
 import mmap
 import os
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Type, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -39,10 +40,10 @@ CORPUS = ROOT / "crates" / "csf-validate" / "tests" / "corpus"
 SPEC_SHAPE = (2, 3, 4)
 SPEC_COORDS = np.array([[0, 0, 1], [0, 2, 3], [1, 1, 0], [1, 1, 2]], dtype=np.int64)
 SPEC_VALUES = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
-SPEC_LEVELS = [([0, 2], [0, 1]), ([0, 2, 3], [0, 2, 1]), ([0, 1, 2, 4], [1, 3, 0, 2])]
+SPEC_LEVELS: List[Tuple[List[int], List[int]]] = [([0, 2], [0, 1]), ([0, 2, 3], [0, 2, 1]), ([0, 1, 2, 4], [1, 3, 0, 2])]
 
 # Every dtype from_coo stores.
-DTYPES = [
+DTYPES: List[np.dtype[Any]] = [
     np.dtype(np.bool_),
     np.dtype(np.int8),
     np.dtype(np.int16),
@@ -57,10 +58,16 @@ DTYPES = [
     np.dtype(np.float64),
 ]
 # Types csf-build cannot sum (duplicates="sum" raises TypeError).
-UNSUMMABLE = {np.dtype(np.float16)}
+UNSUMMABLE: Set[np.dtype[Any]] = {np.dtype(np.float16)}
 
 # What an accessor may raise on data read permissively (or on a bad argument).
-ALLOWED = (hc.HurrayError, ValueError, IndexError)
+ALLOWED: Tuple[Type[BaseException], ...] = (hc.HurrayError, ValueError, IndexError)
+
+
+# A mode order as the tests draw one: "identity", "auto" or a permutation.
+ModeOrder = Union[str, List[int]]
+
+T = TypeVar("T")
 
 
 # -- the corpus manifest ------------------------------------------------------
@@ -114,7 +121,7 @@ class Case(NamedTuple):
 
 
 def manifest() -> List[Case]:
-    cases = []
+    cases: List[Case] = []
     for line in (CORPUS / "MANIFEST.tsv").read_text().splitlines():
         if not line or line.startswith("#"):
             continue
@@ -126,7 +133,9 @@ def manifest() -> List[Case]:
 # -- a reference of the builder's contract --------------------------------------
 
 
-def canonical(coords: np.ndarray, values: np.ndarray, mode_order: Sequence[int], duplicates: str) -> Tuple[np.ndarray, np.ndarray]:
+def canonical(
+    coords: npt.NDArray[np.integer[Any]], values: npt.NDArray[Any], mode_order: Sequence[int], duplicates: str
+) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[Any]]:
     """What ``to_coo`` must give for COO input ``(nnz, rank)``: one entry per
     distinct index (``first``/``last`` keep that occurrence in the input,
     ``sum`` adds them in the values' own dtype: integers wrap, bool is OR),
@@ -156,8 +165,8 @@ def csf_levels(storage_tuples: Sequence[Sequence[int]], rank: int) -> List[Tuple
     """The ``(pos_L, crd_L)`` arrays of csf-layout.txt for distinct tuples
     already in storage order and sorted: level L has one node per distinct
     prefix of length L + 1, its children delimited by ``pos_L``."""
-    levels = []
-    parents = [()]  # the virtual root
+    levels: List[Tuple[List[int], List[int]]] = []
+    parents: List[Tuple[int, ...]] = [()]  # the virtual root
     for L in range(rank):
         nodes: List[Tuple[int, ...]] = []
         for t in storage_tuples:
@@ -176,26 +185,26 @@ def csf_levels(storage_tuples: Sequence[Sequence[int]], rank: int) -> List[Tuple
     return levels
 
 
-def index_bytes(coords: np.ndarray, order: Sequence[int]) -> int:
+def index_bytes(coords: npt.NDArray[np.integer[Any]], order: Sequence[int]) -> int:
     """Bytes of ``pos``/``crd`` that distinct coordinates store in ``order``."""
     tuples = sorted({tuple(row[d] for d in order) for row in coords.tolist()})
     return sum(8 * (len(p) + len(c)) for p, c in csf_levels(tuples, len(order)))
 
 
-def dense_of(coords: np.ndarray, values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+def dense_of(coords: npt.NDArray[np.integer[Any]], values: npt.NDArray[Any], shape: Sequence[int]) -> npt.NDArray[Any]:
     d = np.zeros(shape, dtype=values.dtype)
     for row, v in zip(coords.tolist(), values):
         d[tuple(row)] = v
     return d
 
 
-def same_dense(a: np.ndarray, b: np.ndarray) -> bool:
+def same_dense(a: npt.ArrayLike, b: npt.ArrayLike) -> bool:
     """Equal arrays from another library, a NaN equal to a NaN (libraries
     need not keep a NaN's payload bits)."""
     return bool(np.array_equal(a, b, equal_nan=np.asarray(a).dtype.kind in "fc"))
 
 
-def same_values(a: np.ndarray, b: np.ndarray) -> bool:
+def same_values(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     """Equal dtype and bit for bit equal (NaN payloads and -0.0 included)."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
@@ -212,11 +221,12 @@ def levels_as_lists(t: hc.CsfTensor) -> List[Tuple[List[int], List[int]]]:
 # -- hypothesis strategies --------------------------------------------------------
 
 
-def values_strategy(dtype: np.dtype, n: int, *, exact_sums: bool):
+def values_strategy(dtype: np.dtype[Any], n: int, *, exact_sums: bool) -> st.SearchStrategy[npt.NDArray[Any]]:
     """``n`` values of ``dtype``: the full range (NaN, inf and -0.0 for floats),
     or, when sums must be exact whatever their order, small integers."""
     from hypothesis.extra import numpy as hnp
 
+    elements: st.SearchStrategy[Any]
     if dtype.kind == "f" and exact_sums:
         elements = st.integers(-64, 64).map(float)
     elif dtype.kind == "f":
@@ -227,7 +237,13 @@ def values_strategy(dtype: np.dtype, n: int, *, exact_sums: bool):
 
 
 @st.composite
-def coo_input(draw, rank=st.integers(3, 6), max_extent: int = 4, max_nnz: int = 30, allow_zero_extent: bool = True):
+def coo_input(
+    draw: st.DrawFn,
+    rank: st.SearchStrategy[int] = st.integers(3, 6),
+    max_extent: int = 4,
+    max_nnz: int = 30,
+    allow_zero_extent: bool = True,
+) -> Tuple[Tuple[int, ...], npt.NDArray[np.int64]]:
     """``(shape, coords (nnz, rank) int64)``, duplicates and empty tensors included."""
     r = draw(rank)
     low = 0 if allow_zero_extent else 1
@@ -240,7 +256,7 @@ def coo_input(draw, rank=st.integers(3, 6), max_extent: int = 4, max_nnz: int = 
     return shape, np.array(rows, dtype=np.int64).reshape(len(rows), r)
 
 
-def mode_orders(rank: int):
+def mode_orders(rank: int) -> st.SearchStrategy[ModeOrder]:
     return st.one_of(st.just("identity"), st.just("auto"), st.permutations(list(range(rank))).map(list))
 
 
@@ -251,7 +267,7 @@ def is_panic(e: BaseException) -> bool:
     return type(e).__name__ == "PanicException"
 
 
-def call(what: str, f, allowed=ALLOWED):
+def call(what: str, f: Callable[[], T], allowed: Tuple[Type[BaseException], ...] = ALLOWED) -> Optional[T]:
     """Runs ``f``; an allowed exception is fine, anything else fails the test
     (a pyo3 PanicException derives from BaseException: caught here too)."""
     try:
@@ -289,6 +305,17 @@ def exercise(t: hc.CsfTensor, label: str = "") -> None:
     for order in ("identity", "auto", list(range(rank))[::-1]):
         call(f"{label} reorder({order})", lambda: t.reorder(order))
     call(f"{label} to_bytes", t.to_bytes)
+    # Selections (the fast path of dimension mode_order[0] and the pruned walk; a result of
+    # rank 1 or 2 with a coordinate of 2^63 or more does not fit sparse.COO), sums,
+    # equality and casts run on whatever permissive reading lets through.
+    keys: List[Any] = [(0,), (slice(1, None),), (slice(None), 0), (Ellipsis, slice(None, None, -1)), (slice(None), [1, 0, 1])]
+    for key in keys:
+        call(f"{label} t[{key}]", lambda: t[key], allowed=ALLOWED + (ImportError, OverflowError))
+    for axis in (None, 0, tuple(range(1, rank))):
+        call(f"{label} sum({axis})", lambda: t.sum(axis, max_elements=4096), allowed=ALLOWED + (TypeError,))
+    call(f"{label} equals", lambda: t.equals(t))
+    call(f"{label} astype", lambda: t.astype(np.float64), allowed=ALLOWED + (TypeError,))
+    call(f"{label} in", lambda: 1 in t)
     if coo is not None:
         coords, vals = coo
         assert coords.shape == (len(vals), rank)
@@ -310,21 +337,21 @@ def exercise_conversions(t: hc.CsfTensor, label: str = "") -> None:
         if a is not None and small:
             assert same_dense(a.to_tensor().to_numpy(), t.to_dense())
     if have("sparse"):
-        s = call(f"{label} to_sparse", t.to_sparse)
+        s = call(f"{label} to_sparse", t.to_sparse, allowed=ALLOWED + (OverflowError,))
         if s is not None and small:
             assert same_dense(s.todense(), t.to_dense())
     if have("torch"):
         # TypeError: torch has no sparse uint16/32/64 tensors; RuntimeError: torch's
-        # own limits (a shape of 2^63 elements or more).
-        x = call(f"{label} to_torch", t.to_torch, allowed=ALLOWED + (TypeError, RuntimeError))
+        # own limits (a shape of 2^63 elements or more); OverflowError: an extent of 2^63 or more.
+        x = call(f"{label} to_torch", t.to_torch, allowed=ALLOWED + (TypeError, RuntimeError, OverflowError))
         if x is not None and small:
             assert same_dense(x.to_dense().numpy(), t.to_dense())
 
 
-def base_chain(a) -> list:
+def base_chain(a: object) -> List[object]:
     """The objects a numpy array's memory comes from: ``base`` of arrays, ``obj`` of memoryviews."""
-    chain = []
-    x = a
+    chain: List[object] = []
+    x: object = a
     while x is not None and len(chain) < 20:
         chain.append(x)
         if isinstance(x, np.ndarray):
@@ -336,7 +363,7 @@ def base_chain(a) -> list:
     return chain
 
 
-def reaches_mmap(a) -> bool:
+def reaches_mmap(a: object) -> bool:
     return any(isinstance(x, mmap.mmap) for x in base_chain(a))
 
 
@@ -350,7 +377,7 @@ def spec_tensor() -> hc.CsfTensor:
     return hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE)
 
 
-def all_permutations(rank: int):
+def all_permutations(rank: int) -> List[List[int]]:
     return [list(p) for p in itertools.permutations(range(rank))]
 
 

@@ -1,12 +1,17 @@
 """Errors and arguments: what from_coo, t[...], lookup, load and save raise;
 the quantization schemes; save is atomic."""
 
+from __future__ import annotations
+
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any, Dict, List, NoReturn, Sequence, Tuple, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import hurray_csf as hc
@@ -16,7 +21,7 @@ from conftest import SPEC_COORDS, SPEC_EXAMPLE, SPEC_SHAPE, SPEC_VALUES, levels_
 # -- from_coo ---------------------------------------------------------------------
 
 
-def test_out_of_shape_coordinate_names_the_entry():
+def test_out_of_shape_coordinate_names_the_entry() -> None:
     coords = SPEC_COORDS.copy()
     coords[2] = [1, 3, 0]
     with pytest.raises(ValueError, match=r"entry 2\b.*coordinate 3 of dimension 1.*extent 3"):
@@ -24,7 +29,7 @@ def test_out_of_shape_coordinate_names_the_entry():
 
 
 @pytest.mark.parametrize("layout", ["nnz_rank", "rank_nnz"])
-def test_negative_coordinate_names_the_entry(layout):
+def test_negative_coordinate_names_the_entry(layout: str) -> None:
     coords = SPEC_COORDS.copy()
     coords[3, 2] = -5
     c = coords if layout == "nnz_rank" else np.ascontiguousarray(coords.T)
@@ -32,7 +37,7 @@ def test_negative_coordinate_names_the_entry(layout):
         hc.from_coo(c, SPEC_VALUES, SPEC_SHAPE, coords_layout=layout)
 
 
-def test_rank_nnz_layout():
+def test_rank_nnz_layout() -> None:
     t = hc.from_coo(np.ascontiguousarray(SPEC_COORDS.T), SPEC_VALUES, SPEC_SHAPE, coords_layout="rank_nnz")
     assert t.to_bytes() == hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE).to_bytes()
     # Any array layout of the columns (a transposed view is not C-contiguous).
@@ -40,7 +45,7 @@ def test_rank_nnz_layout():
     assert u.to_bytes() == t.to_bytes()
 
 
-def test_layout_is_never_guessed():
+def test_layout_is_never_guessed() -> None:
     """A (3, 3) array is (nnz, rank) unless told otherwise: both readings are valid."""
     c = np.array([[0, 1, 2], [1, 0, 0], [2, 2, 1]])
     v = np.array([1.0, 2.0, 3.0], np.float32)
@@ -71,19 +76,19 @@ def test_layout_is_never_guessed():
     ],
     ids=["complex64", "str", "object", "datetime64", "longdouble-or-bytes"],
 )
-def test_bad_value_dtype_is_a_type_error(values):
+def test_bad_value_dtype_is_a_type_error(values: npt.NDArray[Any]) -> None:
     with pytest.raises(TypeError, match="cannot be stored"):
         hc.from_coo(SPEC_COORDS, values, SPEC_SHAPE)
 
 
-def test_dtype_argument_casts_first():
+def test_dtype_argument_casts_first() -> None:
     t = hc.from_coo(SPEC_COORDS, [1, 2, 3, 4], SPEC_SHAPE, dtype=np.float16)
     assert t.dtype == np.float16 and t.element_type == "f16"
     with pytest.raises(TypeError):
         hc.from_coo(SPEC_COORDS, [1, 2, 3, 4], SPEC_SHAPE, dtype=np.complex128)
 
 
-def test_bad_coordinates_and_values():
+def test_bad_coordinates_and_values() -> None:
     with pytest.raises(TypeError, match="integers"):
         hc.from_coo(SPEC_COORDS.astype(float), SPEC_VALUES, SPEC_SHAPE)
     with pytest.raises(ValueError, match="2-D"):
@@ -99,7 +104,7 @@ def test_bad_coordinates_and_values():
     with pytest.raises(ValueError, match="negative"):
         hc.from_coo(SPEC_COORDS, SPEC_VALUES, (2, -3, 4))
     with pytest.raises(TypeError):
-        hc.from_coo(SPEC_COORDS, SPEC_VALUES, (2, 3.5, 4))
+        hc.from_coo(SPEC_COORDS, SPEC_VALUES, (2, 3.5, 4))  # type: ignore[arg-type]  # a float extent, on purpose
     with pytest.raises(ValueError, match="duplicates"):
         hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, duplicates="mean")
     for threads in (0, -1):
@@ -108,25 +113,27 @@ def test_bad_coordinates_and_values():
 
 
 @pytest.mark.parametrize("order", [[0, 0, 1], [0, 1], [0, 1, 2, 3], [3, 0, 1], [-1, 0, 1], [2**40, 0, 1], "reverse"])
-def test_bad_mode_order_is_a_value_error(order, spec_tensor):
+def test_bad_mode_order_is_a_value_error(order: Union[str, List[int]], spec_tensor: hc.CsfTensor) -> None:
     with pytest.raises(ValueError):
         hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, mode_order=order)
     with pytest.raises(ValueError):
         spec_tensor.reorder(order)
 
 
-def test_mode_order_of_the_wrong_type_is_a_type_error():
+def test_mode_order_of_the_wrong_type_is_a_type_error() -> None:
     with pytest.raises(TypeError):
-        hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, mode_order=1.5)
+        hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, mode_order=1.5)  # type: ignore[arg-type]  # on purpose
 
 
-def test_mode_order_accepts_any_sequence_of_ints():
-    for order in ([2, 0, 1], (2, 0, 1), np.array([2, 0, 1]), range(3)):
-        t = hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, mode_order=order)
+def test_mode_order_accepts_any_sequence_of_ints() -> None:
+    orders: List[Union[Sequence[int], npt.NDArray[np.int_]]] = [[2, 0, 1], (2, 0, 1), np.array([2, 0, 1]), range(3)]
+    for order in orders:
+        # A numpy array of ints is taken too, beyond the declared Sequence[int].
+        t = hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, mode_order=cast(Sequence[int], order))
         assert t.mode_order == tuple(int(d) for d in order)
 
 
-def test_duplicate_error_names_both_entries():
+def test_duplicate_error_names_both_entries() -> None:
     coords = np.array([[0, 0, 1], [1, 1, 0], [0, 2, 3], [1, 1, 0], [1, 1, 0]])
     with pytest.raises(hc.DuplicateError) as info:
         hc.from_coo(coords, np.arange(5, dtype=np.float32), SPEC_SHAPE)
@@ -136,7 +143,7 @@ def test_duplicate_error_names_both_entries():
     assert isinstance(e, hc.BuildError) and isinstance(e, hc.HurrayError)
 
 
-def test_summing_a_type_without_exact_addition_is_a_type_error():
+def test_summing_a_type_without_exact_addition_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="cannot sum"):
         hc.from_coo(SPEC_COORDS, SPEC_VALUES.astype(np.float16), SPEC_SHAPE, duplicates="sum")
 
@@ -144,28 +151,28 @@ def test_summing_a_type_without_exact_addition_is_a_type_error():
 # -- reading -----------------------------------------------------------------------
 
 
-def test_getitem_errors(spec_tensor):
+def test_getitem_errors(spec_tensor: hc.CsfTensor) -> None:
     t = spec_tensor
-    for index in [(2, 0, 0), (0, 3, 0), (0, 0, 4), (2**64 - 1, 0, 0), (2**70, 0, 0)]:
-        with pytest.raises(IndexError):
+    for index in [(2, 0, 0), (0, 3, 0), (0, 0, 4), (-3, 0, 0), (2**64 - 1, 0, 0), (2**70, 0, 0)]:
+        with pytest.raises(IndexError, match="out of bounds"):
             t[index]
-    with pytest.raises(IndexError, match="negative"):
-        t[-1, 0, 0]
+    assert t[-1, 1, -2] == 4.0  # negative indices count from the end, as in numpy
     with pytest.raises(IndexError):
         t[1, 1, 2, 0]
-    # Fewer coordinates than the rank are a prefix (test_subtree.py): checked alike.
+    # Fewer indices than the rank select (test_selection.py): checked alike.
     for prefix in [(2,), (1, 3), (1, 2**64)]:
         with pytest.raises(IndexError):
             t[prefix]
-    with pytest.raises(TypeError):
-        t[1.0, 1, 2]  # never truncated to t[1, 1, 2]
-    with pytest.raises(TypeError):
-        t[1, :, 2]
-    assert t[np.int64(1), np.uint8(1), 2] == 4.0
-    assert t[[1, 1, 2]] == 4.0 and t[np.array([1, 1, 2])] == 4.0
+    # A float is refused as numpy refuses it (never truncated to t[1, 1, 2]);
+    # numpy integers are taken.
+    untyped: Any = t
+    with pytest.raises(IndexError):
+        untyped[1.0, 1, 2]
+    assert untyped[np.int64(1), np.uint8(1), 2] == 4.0
+    assert t[1, :, 2].todense().tolist() == [0.0, 4.0, 0.0]
 
 
-def test_lookup_and_find_errors(spec_tensor):
+def test_lookup_and_find_errors(spec_tensor: hc.CsfTensor) -> None:
     t = spec_tensor
     with pytest.raises(ValueError, match="rank 3"):
         t.lookup([[1, 1]])
@@ -183,7 +190,7 @@ def test_lookup_and_find_errors(spec_tensor):
     assert t.lookup([1, 1, 2]).tolist() == [4.0]  # one index as a row
 
 
-def test_to_dense_budget(spec_tensor):
+def test_to_dense_budget(spec_tensor: hc.CsfTensor) -> None:
     with pytest.raises(ValueError, match="24 elements"):
         spec_tensor.to_dense(max_elements=23)
     assert spec_tensor.to_dense(max_elements=24).shape == SPEC_SHAPE
@@ -192,7 +199,7 @@ def test_to_dense_budget(spec_tensor):
         huge.to_dense()
 
 
-def test_implicit_zeros_have_the_value_type():
+def test_implicit_zeros_have_the_value_type() -> None:
     for dtype, zero in [(np.bool_, False), (np.int16, 0), (np.uint64, 0), (np.float64, 0.0)]:
         t = hc.from_coo(SPEC_COORDS, np.ones(4, dtype), SPEC_SHAPE)
         z = t[0, 0, 0]
@@ -203,7 +210,7 @@ def test_implicit_zeros_have_the_value_type():
 # -- files -------------------------------------------------------------------------
 
 
-def test_load_of_a_missing_file(tmp_path):
+def test_load_of_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         hc.load(tmp_path / "missing.hurray")
     with pytest.raises(FileNotFoundError):
@@ -212,14 +219,14 @@ def test_load_of_a_missing_file(tmp_path):
         hc.load(tmp_path)
 
 
-def test_load_of_an_empty_file_is_a_format_error(tmp_path):
+def test_load_of_an_empty_file_is_a_format_error(tmp_path: Path) -> None:
     path = tmp_path / "empty.hurray"
     path.write_bytes(b"")
     with pytest.raises(hc.FormatError):
         hc.load(path)
 
 
-def test_save_then_to_bytes_are_identical(tmp_path, spec_tensor):
+def test_save_then_to_bytes_are_identical(tmp_path: Path, spec_tensor: hc.CsfTensor) -> None:
     path = tmp_path / "t.hurray"
     hc.save(spec_tensor, path)
     assert path.read_bytes() == spec_tensor.to_bytes()
@@ -229,7 +236,7 @@ def test_save_then_to_bytes_are_identical(tmp_path, spec_tensor):
     assert sorted(os.listdir(tmp_path)) == ["t.hurray"]  # no temporary left
 
 
-def test_save_makes_files_as_open_does(tmp_path, spec_tensor):
+def test_save_makes_files_as_open_does(tmp_path: Path, spec_tensor: hc.CsfTensor) -> None:
     """Mode 0o666 less the umask, as ``open(path, "wb")`` gives a new file."""
     umask = os.umask(0o022)
     try:
@@ -242,12 +249,14 @@ def test_save_makes_files_as_open_does(tmp_path, spec_tensor):
         os.umask(umask)
 
 
-def test_a_failed_save_leaves_the_old_file_and_no_temporary(tmp_path, spec_tensor, monkeypatch):
+def test_a_failed_save_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path, spec_tensor: hc.CsfTensor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "t.hurray"
     old = SPEC_EXAMPLE.read_bytes()
     path.write_bytes(old)
 
-    def fail(*args, **kwargs):
+    def fail(*args: object, **kwargs: object) -> NoReturn:
         raise OSError(28, "No space left on device")
 
     for step in ("fsync", "replace"):
@@ -277,7 +286,7 @@ SAVE_SCRIPT = textwrap.dedent(
 )
 
 
-def test_saving_into_a_read_only_directory_fails_cleanly(tmp_path, spec_tensor):
+def test_saving_into_a_read_only_directory_fails_cleanly(tmp_path: Path, spec_tensor: hc.CsfTensor) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
     path = folder / "t.hurray"
@@ -304,7 +313,7 @@ def test_saving_into_a_read_only_directory_fails_cleanly(tmp_path, spec_tensor):
 
 # -- quantization ----------------------------------------------------------------------
 
-SCHEMES = {
+SCHEMES: Dict[str, Tuple[str, float]] = {
     # scheme: (element type of the codes, relative error bound of the dequantized values)
     "per-tensor": ("i8", 0.01),
     "per-channel:axis=1": ("i8", 0.01),
@@ -314,8 +323,12 @@ SCHEMES = {
 }
 
 
+# (coords (nnz, rank), float32 values, shape) of a random tensor.
+Quantizable = Tuple[npt.NDArray[np.intp], npt.NDArray[np.float32], Tuple[int, int, int]]
+
+
 @pytest.fixture(scope="module")
-def quantizable():
+def quantizable() -> Quantizable:
     rng = np.random.default_rng(3)
     shape = (6, 5, 7)
     flat = rng.choice(int(np.prod(shape)), 80, replace=False)
@@ -325,7 +338,7 @@ def quantizable():
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
-def test_quantize_schemes(scheme, quantizable, tmp_path):
+def test_quantize_schemes(scheme: str, quantizable: Quantizable, tmp_path: Path) -> None:
     coords, values, shape = quantizable
     element_type, bound = SCHEMES[scheme]
     t = hc.from_coo(coords, values, shape, quantize=scheme)
@@ -361,7 +374,7 @@ def test_quantize_schemes(scheme, quantizable, tmp_path):
     assert np.abs(r.lookup(coords) - values).max() <= bound * scale
 
 
-def test_per_tensor_codes_are_the_rounded_scaled_values(quantizable):
+def test_per_tensor_codes_are_the_rounded_scaled_values(quantizable: Quantizable) -> None:
     coords, values, shape = quantizable
     t = hc.from_coo(coords, values, shape, quantize="per-tensor")
     order = np.lexsort(coords.T[::-1])
@@ -370,18 +383,18 @@ def test_per_tensor_codes_are_the_rounded_scaled_values(quantizable):
 
 
 @pytest.mark.parametrize("scheme", ["bogus", "per-channel", "per-channel:axis=3", "per-block:block=0", "per-tensor:q7", "per-block:block=x"])
-def test_bad_quantize_scheme_is_a_value_error(scheme, quantizable):
+def test_bad_quantize_scheme_is_a_value_error(scheme: str, quantizable: Quantizable) -> None:
     coords, values, shape = quantizable
     with pytest.raises(ValueError):
         hc.from_coo(coords, values, shape, quantize=scheme)
 
 
-def test_quantizing_a_non_finite_value_is_a_build_error():
+def test_quantizing_a_non_finite_value_is_a_build_error() -> None:
     with pytest.raises(hc.BuildError, match="NaN"):
         hc.from_coo(SPEC_COORDS, np.array([1, np.nan, 3, 4], np.float32), SPEC_SHAPE, quantize="per-tensor")
 
 
-def test_quantizing_beyond_float32_or_negative_into_unsigned_is_a_build_error():
+def test_quantizing_beyond_float32_or_negative_into_unsigned_is_a_build_error() -> None:
     # A finite float64 value no float32 scale covers would read back as inf or NaN.
     with pytest.raises(hc.BuildError, match="too large"):
         hc.from_coo(SPEC_COORDS, np.array([1, 1e300, 3, 4]), SPEC_SHAPE, quantize="per-tensor")
@@ -392,7 +405,7 @@ def test_quantizing_beyond_float32_or_negative_into_unsigned_is_a_build_error():
     assert np.abs(q.lookup(SPEC_COORDS) - np.array([1, -2, 3, 4])).max() <= 4.0 / 255
 
 
-def test_describing_levels_of_a_quantized_tensor(quantizable):
+def test_describing_levels_of_a_quantized_tensor(quantizable: Quantizable) -> None:
     coords, values, shape = quantizable
     plain = hc.from_coo(coords, values, shape)
     q = hc.from_coo(coords, values, shape, quantize="nf4:block=2")

@@ -1,7 +1,10 @@
 """Conversions to torch and pydata sparse, and the ImportError that names a
 missing package."""
 
+from __future__ import annotations
+
 import sys
+from typing import Any, Callable, List
 
 import numpy as np
 import pytest
@@ -13,7 +16,7 @@ from conftest import DTYPES, SPEC_COORDS, SPEC_SHAPE, SPEC_VALUES, coo_input, le
 
 
 @st.composite
-def tensors(draw, dtypes=DTYPES):
+def tensors(draw: st.DrawFn, dtypes: List[np.dtype[Any]] = DTYPES) -> hc.CsfTensor:
     shape, coords = draw(coo_input(rank=st.integers(3, 5)))
     dtype = draw(st.sampled_from(dtypes))
     values = draw(values_strategy(dtype, len(coords), exact_sums=True))
@@ -26,7 +29,7 @@ def tensors(draw, dtypes=DTYPES):
 
 @settings(max_examples=60, deadline=None)
 @given(t=tensors())
-def test_to_sparse_and_back(t):
+def test_to_sparse_and_back(t: hc.CsfTensor) -> None:
     sparse = pytest.importorskip("sparse")
     s = t.to_sparse()
     assert isinstance(s, sparse.COO)
@@ -40,7 +43,7 @@ def test_to_sparse_and_back(t):
     assert back.to_bytes() == t.to_bytes()
 
 
-def test_from_sparse_sums_duplicates_of_an_uncanonical_coo():
+def test_from_sparse_sums_duplicates_of_an_uncanonical_coo() -> None:
     sparse = pytest.importorskip("sparse")
     coords = np.array([[0, 1, 0, 1], [0, 2, 0, 1], [1, 3, 1, 0]])  # (rank, nnz); entries 0 and 2 coincide
     # has_duplicates=False: sparse keeps them as given (its constructor would sum them).
@@ -58,14 +61,14 @@ def test_from_sparse_sums_duplicates_of_an_uncanonical_coo():
         hc.from_sparse(sparse.COO(coords, s.data.astype(np.float16), shape=SPEC_SHAPE, has_duplicates=False))
 
 
-def test_from_sparse_of_float16():
+def test_from_sparse_of_float16() -> None:
     sparse = pytest.importorskip("sparse")
     s = sparse.COO(SPEC_COORDS.T, SPEC_VALUES.astype(np.float16), shape=SPEC_SHAPE)
     t = hc.from_sparse(s)
     assert t.dtype == np.float16 and t.to_coo()[1].tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
-def test_from_sparse_of_an_empty_coo():
+def test_from_sparse_of_an_empty_coo() -> None:
     sparse = pytest.importorskip("sparse")
     s = sparse.COO(np.zeros((3, 0), np.int64), np.zeros(0, np.float32), shape=SPEC_SHAPE)
     t = hc.from_sparse(s)
@@ -73,7 +76,7 @@ def test_from_sparse_of_an_empty_coo():
     assert t.to_sparse().nnz == 0
 
 
-def test_from_sparse_of_a_random_coo():
+def test_from_sparse_of_a_random_coo() -> None:
     sparse = pytest.importorskip("sparse")
     s = sparse.random((7, 5, 6, 4), density=0.1, random_state=1, format="coo")
     t = hc.from_sparse(s)
@@ -84,7 +87,7 @@ def test_from_sparse_of_a_random_coo():
 # -- torch ------------------------------------------------------------------------------
 
 
-def torch_or_skip():
+def torch_or_skip() -> Any:  # the torch module (Any where torch is not installed)
     try:
         import torch
     except ImportError:
@@ -97,7 +100,7 @@ TORCH_DTYPES = [d for d in DTYPES if d not in (np.dtype(np.uint16), np.dtype(np.
 
 @settings(max_examples=40, deadline=None)
 @given(t=tensors(TORCH_DTYPES))
-def test_to_torch(t):
+def test_to_torch(t: hc.CsfTensor) -> None:
     torch = torch_or_skip()
     x = t.to_torch()
     assert x.is_sparse and x.is_coalesced()
@@ -112,7 +115,7 @@ def test_to_torch(t):
         assert same_values(x.to_dense().numpy(), t.to_dense())
 
 
-def test_to_torch_of_unsigned_wide_values_is_a_type_error():
+def test_to_torch_of_unsigned_wide_values_is_a_type_error() -> None:
     torch_or_skip()
     t = hc.from_coo(SPEC_COORDS, SPEC_VALUES.astype(np.uint32), SPEC_SHAPE)
     with pytest.raises(TypeError, match="uint32"):
@@ -130,13 +133,15 @@ def test_to_torch_of_unsigned_wide_values_is_a_type_error():
         ("torch", lambda t: t.to_torch()),
     ],
 )
-def test_a_missing_package_raises_import_error_naming_it(package, convert, spec_tensor, monkeypatch):
+def test_a_missing_package_raises_import_error_naming_it(
+    package: str, convert: Callable[[hc.CsfTensor], Any], spec_tensor: hc.CsfTensor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, package, None)  # `import package` now fails
     with pytest.raises(ImportError, match=rf"'{package}' package: pip install {package}"):
         convert(spec_tensor)
 
 
-def test_package_import_needs_no_optional_dependency(monkeypatch):
+def test_package_import_needs_no_optional_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
     """Importing hurray_csf (and building, reading) imports none of them."""
     import subprocess
 

@@ -3,10 +3,14 @@
 6, empty tensors included; to_coo iterates in storage order; the levels are
 the CSF tree of csf-layout.txt; "auto" picks the smallest tree."""
 
+from __future__ import annotations
+
 import tempfile
 from pathlib import Path
+from typing import Any, Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -15,6 +19,7 @@ import hurray_csf as hc
 from conftest import (
     DTYPES,
     UNSUMMABLE,
+    ModeOrder,
     all_permutations,
     canonical,
     coo_input,
@@ -32,16 +37,23 @@ DUPLICATES = ["sum", "last", "first", "error"]
 
 
 @pytest.fixture(scope="module")
-def folder():
+def folder() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="hurray-py-test-") as d:
         yield Path(d)
 
 
-def has_duplicates(coords: np.ndarray) -> bool:
+def has_duplicates(coords: npt.NDArray[np.integer[Any]]) -> bool:
     return len({tuple(r) for r in coords.tolist()}) != len(coords)
 
 
-def check_tensor(t: hc.CsfTensor, shape, coords, values, order, duplicates) -> None:
+def check_tensor(
+    t: hc.CsfTensor,
+    shape: Sequence[int],
+    coords: npt.NDArray[np.integer[Any]],
+    values: npt.NDArray[Any],
+    order: Sequence[int],
+    duplicates: str,
+) -> None:
     """``t`` holds exactly what the reference says ``from_coo`` makes."""
     want_coords, want_values = canonical(coords, values, order, duplicates)
     assert t.shape == tuple(shape)
@@ -66,7 +78,9 @@ def check_tensor(t: hc.CsfTensor, shape, coords, values, order, duplicates) -> N
         assert same_values(t.to_dense(), dense_of(want_coords, want_values, shape))
 
 
-def build(coords, values, shape, mode_order, duplicates):
+def build(
+    coords: npt.NDArray[np.integer[Any]], values: npt.NDArray[Any], shape: Sequence[int], mode_order: ModeOrder, duplicates: str
+) -> hc.CsfTensor:
     return hc.from_coo(coords, values, shape, mode_order=mode_order, duplicates=duplicates)
 
 
@@ -74,7 +88,7 @@ def build(coords, values, shape, mode_order, duplicates):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @SETTINGS
 @given(data=st.data())
-def test_round_trip_through_a_file(folder, dtype, duplicates, data):
+def test_round_trip_through_a_file(folder: Path, dtype: np.dtype[Any], duplicates: str, data: st.DataObject) -> None:
     shape, coords = data.draw(coo_input())
     rank = len(shape)
     values = data.draw(values_strategy(dtype, len(coords), exact_sums=duplicates == "sum"))
@@ -96,7 +110,8 @@ def test_round_trip_through_a_file(folder, dtype, duplicates, data):
         assert (e.first, e.second) == (same[0], same[1])
         return
     t = build(coords, values, shape, mode_order, duplicates)
-    order = list(range(rank)) if mode_order == "identity" else t.mode_order if mode_order == "auto" else mode_order
+    # A str mode order is "identity" or "auto".
+    order = list(range(rank)) if mode_order == "identity" else t.mode_order if isinstance(mode_order, str) else mode_order
     if mode_order == "auto":
         assert t.auto is not None and t.auto.mode_order == t.mode_order
     else:
@@ -118,7 +133,7 @@ def test_round_trip_through_a_file(folder, dtype, duplicates, data):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("rank", [3, 4, 5, 6])
-def test_empty_tensors(folder, dtype, rank):
+def test_empty_tensors(folder: Path, dtype: np.dtype[Any], rank: int) -> None:
     shape = tuple(range(2, 2 + rank))
     order = list(range(rank))[::-1]
     for layout, coords in (("nnz_rank", np.zeros((0, rank), np.int64)), ("rank_nnz", np.zeros((rank, 0), np.int64))):
@@ -137,7 +152,7 @@ def test_empty_tensors(folder, dtype, rank):
 @pytest.mark.parametrize("rank", [3, 4])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_auto_stores_the_fewest_index_bytes(rank, data):
+def test_auto_stores_the_fewest_index_bytes(rank: int, data: st.DataObject) -> None:
     """For rank <= 5 csf-build finds the exact optimum, ties going to the
     lexicographically first order (the identity when it is among them)."""
     shape, coords = data.draw(coo_input(rank=st.just(rank), max_extent=5, max_nnz=25))
@@ -146,20 +161,20 @@ def test_auto_stores_the_fewest_index_bytes(rank, data):
     sizes = {tuple(p): index_bytes(coords, p) for p in all_permutations(rank)}
     best = min(sizes.values())
     first_best = min(p for p, s in sizes.items() if s == best)
-    assert t.auto.index_bytes == best
+    assert t.auto is not None and t.auto.index_bytes == best
     assert t.mode_order == first_best
     assert sum(p.nbytes + c.nbytes for p, c in t.levels) == best
 
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_reorder_keeps_the_tensor(data):
+def test_reorder_keeps_the_tensor(data: st.DataObject) -> None:
     shape, coords = data.draw(coo_input(allow_zero_extent=False))
     values = data.draw(values_strategy(np.dtype(np.int32), len(coords), exact_sums=False))
     t = hc.from_coo(coords, values, shape, duplicates="last")
     target = data.draw(mode_orders(len(shape)))
     u = t.reorder(target)
-    order = list(range(len(shape))) if target == "identity" else u.mode_order if target == "auto" else target
+    order = list(range(len(shape))) if target == "identity" else u.mode_order if isinstance(target, str) else target
     assert u.mode_order == tuple(order)
     check_tensor(u, shape, coords, values, order, "last")
     assert hc.validate(u.to_bytes()).valid
@@ -170,7 +185,7 @@ def test_reorder_keeps_the_tensor(data):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
-def test_drop_zeros(dtype, data):
+def test_drop_zeros(dtype: np.dtype[Any], data: st.DataObject) -> None:
     shape, coords = data.draw(coo_input(allow_zero_extent=False, max_nnz=20))
     rows = {tuple(r) for r in coords.tolist()}
     coords = np.array(sorted(rows), np.int64).reshape(len(rows), len(shape))

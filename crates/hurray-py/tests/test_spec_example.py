@@ -1,6 +1,8 @@
 """csf-layout.txt § Example, byte for byte: the builder's levels, the lookup
 walk, and the golden file of hurray-format read the same."""
 
+from __future__ import annotations
+
 import numpy as np
 import pytest
 
@@ -39,25 +41,25 @@ def check_spec_tensor(t: hc.CsfTensor) -> None:
     assert dense.dtype == np.float32 and np.array_equal(dense, expected)
 
 
-def test_from_coo_gives_the_spec_levels(spec_tensor):
+def test_from_coo_gives_the_spec_levels(spec_tensor: hc.CsfTensor) -> None:
     check_spec_tensor(spec_tensor)
     assert spec_tensor.statistics == {"nnz": 4, "sparsity_ratio": 1 - 4 / 24, "min": 1.0, "max": 4.0}
     assert hc.validate(spec_tensor.to_bytes()) == hc.Report(True, [], [], False)
 
 
-def test_input_order_does_not_matter():
+def test_input_order_does_not_matter() -> None:
     perm = [3, 1, 0, 2]
     t = hc.from_coo(SPEC_COORDS[perm], SPEC_VALUES[perm], SPEC_SHAPE)
     check_spec_tensor(t)
     assert t.to_bytes() == hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE).to_bytes()
 
 
-def test_shape_is_inferred():
+def test_shape_is_inferred() -> None:
     assert hc.from_coo(SPEC_COORDS, SPEC_VALUES).shape == SPEC_SHAPE
 
 
 @pytest.mark.parametrize("how", ["load", "load-permissive", "from_bytes", "from_bytes-memoryview"])
-def test_golden_file_reads_the_same(how, spec_bytes):
+def test_golden_file_reads_the_same(how: str, spec_bytes: bytes) -> None:
     if how == "load":
         t = hc.load(SPEC_EXAMPLE)
     elif how == "load-permissive":
@@ -73,7 +75,7 @@ def test_golden_file_reads_the_same(how, spec_bytes):
     assert t.nbytes == len(spec_bytes)
 
 
-def test_golden_file_and_build_differ_only_by_statistics(spec_tensor, spec_bytes):
+def test_golden_file_and_build_differ_only_by_statistics(spec_tensor: hc.CsfTensor, spec_bytes: bytes) -> None:
     golden = hc.from_bytes(spec_bytes)
     assert spec_tensor.to_bytes() != spec_bytes
     assert levels_as_lists(golden) == levels_as_lists(spec_tensor)

@@ -1,6 +1,11 @@
-"""``t[i]``, ``t[i, j]`` and ``t.subtree(prefix)``: the entries under a prefix of
-storage-order coordinates, as csf-core's ``CsfView::subtree`` walks them, in the
-``(coords, values)`` form of ``to_coo``."""
+"""``t.subtree(prefix)``: the entries under a prefix of storage-order
+coordinates, as csf-core's ``CsfView::subtree`` walks them, in the
+``(coords, values)`` form of ``to_coo``. (``t[i]`` is numpy's selection:
+test_selection.py.)"""
+
+from __future__ import annotations
+
+from typing import Any, List, Sequence, Tuple, Union
 
 import numpy as np
 import pytest
@@ -11,20 +16,21 @@ import hurray_csf as hc
 from conftest import SPEC_COORDS, SPEC_SHAPE, SPEC_VALUES, coo_input, mode_orders, values_strategy
 
 
-def rows(t, prefix):
+def rows(t: hc.CsfTensor, prefix: Union[int, Sequence[int]]) -> Tuple[List[List[int]], List[Any]]:
     coords, values = t.subtree(prefix)
     assert coords.dtype == np.uint64 and coords.shape == (len(values), t.rank)
     assert values.dtype == t.dtype
     return coords.tolist(), values.tolist()
 
 
-def test_the_spec_example_under_each_prefix(spec_tensor):
+def test_the_spec_example_under_each_prefix(spec_tensor: hc.CsfTensor) -> None:
     t = spec_tensor
     # "i=0: j=0,2 ; i=1: j=1", each entry with its full logical index.
     assert rows(t, 0) == ([[0, 0, 1], [0, 2, 3]], [1.0, 2.0])
     assert rows(t, [1]) == ([[1, 1, 0], [1, 1, 2]], [3.0, 4.0])
     assert rows(t, (0, 2)) == ([[0, 2, 3]], [2.0])
-    assert rows(t, np.array([1, 1])) == ([[1, 1, 0], [1, 1, 2]], [3.0, 4.0])
+    # A numpy array is taken too, beyond the declared `int | Sequence[int]`.
+    assert rows(t, np.array([1, 1])) == ([[1, 1, 0], [1, 1, 2]], [3.0, 4.0])  # type: ignore[arg-type]
     # The empty prefix is the whole tensor, as to_coo gives it.
     coords, values = t.subtree(())
     all_coords, all_values = t.to_coo()
@@ -32,36 +38,39 @@ def test_the_spec_example_under_each_prefix(spec_tensor):
     # Absent prefixes: no entries, the right shapes and dtypes.
     for prefix in [(0, 1), (1, 0), (1, 2)]:
         assert rows(t, prefix) == ([], [])
-    # t[i] and t[i, j] are t.subtree; t[i, j, k] stays a scalar lookup.
-    for index in [0, 1, (0, 2), (1, 1), (0, 1), np.int64(1), (np.uint8(0), 2)]:
-        got, want = t[index], t.subtree(index)
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-    assert t[1, 1, 2] == 4.0 and t[[1, 1, 2]] == 4.0 and t[0, 1, 1] == 0.0
-    assert [c.tolist() for c in t[()]] == [c.tolist() for c in t.to_coo()]
+    # numpy integers are taken too, beyond the declared `int | Sequence[int]`.
+    prefixes: List[Any] = [np.int64(1), (np.uint8(0), 2)]
+    assert rows(t, prefixes[0]) == rows(t, 1) and rows(t, prefixes[1]) == rows(t, (0, 2))
+    # With the identity order, the entries under prefix (i,) are those of numpy's t[i].
+    under = t.subtree(1)
+    assert np.array_equal(t[1].todense(), t.to_dense()[1])
+    assert sorted(map(tuple, under[0][:, 1:].tolist())) == sorted(map(tuple, t[1].coords.T.tolist()))
 
 
-def test_prefix_errors(spec_tensor):
+def test_prefix_errors(spec_tensor: hc.CsfTensor) -> None:
     t = spec_tensor
-    for bad in [2, (0, 3), (2**64 - 1,), (2**70,), (0, 0, 1, 0)]:
+    bad_prefixes: List[Union[int, Tuple[int, ...]]] = [2, (0, 3), (2**64 - 1,), (2**70,), (0, 0, 1, 0)]
+    for bad in bad_prefixes:
         with pytest.raises(IndexError):
             t.subtree(bad)
     with pytest.raises(IndexError, match="outside its extent 2"):
-        t[2]
+        t.subtree(2)
     with pytest.raises(IndexError, match="fewer than the rank"):
         t.subtree((0, 0, 1))  # a whole index is for t[i, j, k]
     with pytest.raises(IndexError, match="negative"):
-        t[-1]
+        t.subtree(-1)
     with pytest.raises(IndexError, match="negative"):
         t.subtree((0, -2))
+    untyped: Any = t  # prefixes of a wrong type, on purpose
     with pytest.raises(TypeError):
-        t[1.0]  # never truncated to t[1]
+        untyped.subtree(1.0)  # never truncated to 1
     with pytest.raises(TypeError):
-        t[0, :]
+        untyped.subtree((0, slice(None)))
     with pytest.raises(TypeError):
-        t.subtree("0")
+        t.subtree("0")  # type: ignore[arg-type]  # a str, on purpose
 
 
-def test_the_prefix_is_in_storage_order():
+def test_the_prefix_is_in_storage_order() -> None:
     # mode_order [2, 0, 1]: level 0 stores dimension 2, level 1 dimension 0.
     t = hc.from_coo(SPEC_COORDS, SPEC_VALUES, SPEC_SHAPE, mode_order=[2, 0, 1])
     assert rows(t, 3) == ([[0, 2, 3]], [2.0])
@@ -70,12 +79,12 @@ def test_the_prefix_is_in_storage_order():
     assert rows(t, (0, 1)) == ([[1, 1, 0]], [3.0])
     # Level 0's extent is shape[2] = 4, not shape[0] = 2.
     with pytest.raises(IndexError, match="dimension 2 is outside its extent 4"):
-        t[4]
+        t.subtree(4)
 
 
-def test_values_keep_their_dtype_and_are_dequantized():
+def test_values_keep_their_dtype_and_are_dequantized() -> None:
     t = hc.from_coo(SPEC_COORDS, np.array([7, -1, 3, 5], np.int16), SPEC_SHAPE)
-    coords, values = t[1]
+    coords, values = t.subtree(1)
     assert values.dtype == np.int16 and values.tolist() == [3, 5]
     rng = np.random.default_rng(3)
     shape = (6, 5, 7)
@@ -84,7 +93,7 @@ def test_values_keep_their_dtype_and_are_dequantized():
     q = hc.from_coo(coords, rng.standard_normal(80).astype(np.float32), shape, quantize="per-channel:axis=1:i8")
     all_coords, all_values = q.to_coo()
     for i in range(shape[0]):
-        c, v = q[i]
+        c, v = q.subtree(i)
         keep = all_coords[:, 0] == i
         assert v.dtype == np.float32
         assert np.array_equal(c, all_coords[keep]) and np.array_equal(v, all_values[keep])
@@ -92,7 +101,7 @@ def test_values_keep_their_dtype_and_are_dequantized():
 
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
-def test_every_prefix_of_every_entry(data):
+def test_every_prefix_of_every_entry(data: st.DataObject) -> None:
     """For random tensors in random mode orders: under every prefix of every
     entry's storage-order coordinates, exactly the entries that start with
     it, in iteration order; other prefixes within the shape give none."""

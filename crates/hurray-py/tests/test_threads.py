@@ -1,17 +1,26 @@
 """Threads: a build is the same bytes on one thread or two, and from_coo
 releases the GIL while Rust works."""
 
+from __future__ import annotations
+
 import threading
 import time
+from typing import List, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import hurray_csf as hc
 
 
+# (coords (nnz, 3), values, shape) of a tensor to build.
+Medium = Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], Tuple[int, int, int]]
+Large = Tuple[npt.NDArray[np.intp], npt.NDArray[np.float32], Tuple[int, int, int]]
+
+
 @pytest.fixture(scope="module")
-def medium():
+def medium() -> Medium:
     """300k entries over a small shape: many duplicates, parallel paths taken."""
     rng = np.random.default_rng(5)
     coords = rng.integers(0, 40, (300_000, 3))
@@ -21,7 +30,7 @@ def medium():
 
 @pytest.mark.parametrize("duplicates", ["sum", "last", "first"])
 @pytest.mark.parametrize("mode_order", ["identity", "auto", [2, 0, 1]])
-def test_one_or_two_threads_give_the_same_bytes(medium, duplicates, mode_order):
+def test_one_or_two_threads_give_the_same_bytes(medium: Medium, duplicates: str, mode_order: Union[str, List[int]]) -> None:
     coords, values, shape = medium
     one = hc.from_coo(coords, values, shape, duplicates=duplicates, mode_order=mode_order, threads=1)
     two = hc.from_coo(coords, values, shape, duplicates=duplicates, mode_order=mode_order, threads=2)
@@ -31,7 +40,7 @@ def test_one_or_two_threads_give_the_same_bytes(medium, duplicates, mode_order):
     assert one.reorder([1, 2, 0], threads=1).to_bytes() == two.reorder([1, 2, 0], threads=2).to_bytes()
 
 
-def test_one_or_two_threads_quantized(medium):
+def test_one_or_two_threads_quantized(medium: Medium) -> None:
     coords, values, shape = medium
     for scheme in ("per-block:block=16:i4", "nf4:block=64"):
         one = hc.from_coo(coords, values, shape, duplicates="last", quantize=scheme, threads=1)
@@ -40,7 +49,7 @@ def test_one_or_two_threads_quantized(medium):
 
 
 @pytest.fixture(scope="module")
-def large():
+def large() -> Large:
     """3M shuffled entries: a build of a few hundred milliseconds on one thread."""
     rng = np.random.default_rng(11)
     n = 3_000_000
@@ -52,16 +61,16 @@ def large():
     return coords, rng.standard_normal(n).astype(np.float32), shape
 
 
-def test_from_coo_releases_the_gil(large):
+def test_from_coo_releases_the_gil(large: Large) -> None:
     """Another Python thread keeps running while from_coo works: it stamps the
     time every millisecond, and stamps fall inside the build, well clear of
     its Python prologue and epilogue. (A call that held the GIL would leave
     no stamp but at its edges: the other thread could not run at all.)"""
     coords, values, shape = large
-    stamps = []
+    stamps: List[float] = []
     stop = threading.Event()
 
-    def ticker():
+    def ticker() -> None:
         while not stop.is_set():
             stamps.append(time.perf_counter())
             time.sleep(0.001)

@@ -2,6 +2,8 @@
 object, a memory-mapped file), a writable buffer is copied, and loading a
 large file touches little of it."""
 
+from __future__ import annotations
+
 import gc
 import json
 import mmap
@@ -9,19 +11,22 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import hurray_csf as hc
 from conftest import SPEC_EXAMPLE, base_chain, reaches_mmap
 
 
-def arrays(t):
+def arrays(t: hc.CsfTensor) -> List[npt.NDArray[Any]]:
     return [a for level in t.levels for a in level] + [t.values]
 
 
-def test_from_bytes_shares_the_bytes_object(spec_bytes):
+def test_from_bytes_shares_the_bytes_object(spec_bytes: bytes) -> None:
     t = hc.from_bytes(spec_bytes)
     source = np.frombuffer(spec_bytes, dtype=np.uint8)
     for a in arrays(t):
@@ -35,7 +40,7 @@ def test_from_bytes_shares_the_bytes_object(spec_bytes):
 
 
 @pytest.mark.parametrize("make", [lambda b: memoryview(b), lambda b: memoryview(bytearray(b)).toreadonly()], ids=["memoryview(bytes)", "readonly-view-of-bytearray"])
-def test_read_only_buffers_are_not_copied(spec_bytes, make):
+def test_read_only_buffers_are_not_copied(spec_bytes: bytes, make: Callable[[bytes], memoryview]) -> None:
     buffer = make(spec_bytes)
     t = hc.from_bytes(buffer)
     source = np.frombuffer(buffer, dtype=np.uint8)
@@ -43,7 +48,9 @@ def test_read_only_buffers_are_not_copied(spec_bytes, make):
 
 
 @pytest.mark.parametrize("make", [bytearray, lambda b: np.frombuffer(b, np.uint8).copy(), lambda b: memoryview(bytearray(b))], ids=["bytearray", "writable-ndarray", "writable-memoryview"])
-def test_writable_buffers_are_copied(spec_bytes, make):
+def test_writable_buffers_are_copied(
+    spec_bytes: bytes, make: Callable[[bytes], Union[bytearray, npt.NDArray[np.uint8], memoryview]]
+) -> None:
     buffer = make(spec_bytes)
     t = hc.from_bytes(buffer)
     source = np.frombuffer(buffer, dtype=np.uint8)
@@ -53,7 +60,7 @@ def test_writable_buffers_are_copied(spec_bytes, make):
     assert t.values.tolist() == [1.0, 2.0, 3.0, 4.0] and t[1, 1, 2] == 4.0
 
 
-def test_load_maps_the_file(tmp_path):
+def test_load_maps_the_file(tmp_path: Path) -> None:
     t = hc.load(SPEC_EXAMPLE)
     for a in arrays(t):
         assert reaches_mmap(a), [type(x).__name__ for x in base_chain(a)]
@@ -72,7 +79,7 @@ def test_load_maps_the_file(tmp_path):
     assert all(np.shares_memory(a, raw) for a in arrays(u))
 
 
-def test_arrays_outlive_the_mapped_tensor(tmp_path):
+def test_arrays_outlive_the_mapped_tensor(tmp_path: Path) -> None:
     path = tmp_path / "t.hurray"
     hc.save(hc.load(SPEC_EXAMPLE), path)
     t = hc.load(path)
@@ -119,8 +126,12 @@ RSS_SCRIPT = textwrap.dedent(
 )
 
 
+# (path, shape, an index stored in it, its value)
+LargeFile = Tuple[Path, Tuple[int, int, int], List[int], float]
+
+
 @pytest.fixture(scope="module")
-def large_file(tmp_path_factory):
+def large_file(tmp_path_factory: pytest.TempPathFactory) -> LargeFile:
     """4M non-zeros (f64), about 66 MB."""
     n = 4_000_000
     shape = (400, 400, 400)
@@ -140,7 +151,7 @@ def large_file(tmp_path_factory):
     return path, shape, index, expected
 
 
-def measure(path, mode, index):
+def measure(path: Path, mode: str, index: List[int]) -> Dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-c", RSS_SCRIPT, str(path), mode, str(SPEC_EXAMPLE), json.dumps(index)],
         check=True,
@@ -148,10 +159,11 @@ def measure(path, mode, index):
         text=True,
         timeout=120,
     )
-    return json.loads(out.stdout)
+    result: Dict[str, Any] = json.loads(out.stdout)
+    return result
 
 
-def test_loading_a_large_file_permissively_touches_little_of_it(large_file):
+def test_loading_a_large_file_permissively_touches_little_of_it(large_file: LargeFile) -> None:
     path, shape, index, expected = large_file
     size = os.path.getsize(path)
     assert size > 60_000_000
@@ -162,7 +174,7 @@ def test_loading_a_large_file_permissively_touches_little_of_it(large_file):
     assert grown < size / 20, f"RSS grew by {grown} bytes for a {size}-byte file"
 
 
-def test_loading_a_large_file_strictly_never_copies_it(large_file):
+def test_loading_a_large_file_strictly_never_copies_it(large_file: LargeFile) -> None:
     """Strict validation reads every pos/crd entry, so the file's pages become
     resident (shared, reclaimable page cache: RssFile); none is copied into
     the process's own memory (RssAnon)."""

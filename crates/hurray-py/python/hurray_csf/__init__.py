@@ -7,7 +7,7 @@ values up, all in Rust (the hurray-csf crates) with the GIL released::
     import numpy as np, hurray_csf as hc
     t = hc.from_coo(np.array([[0, 0, 1], [1, 1, 2]]), np.array([1.0, 4.0]), (2, 3, 4))
     t[1, 1, 2]            # 4.0
-    t[1]                  # (coords, values) of every entry under i = 1
+    t[:, 1:]              # a CsfTensor of shape (2, 2, 4); t[1] is a 2-D sparse.COO
     hc.save(t, "t.hurray")
     u = hc.load("t.hurray")  # a memory map, validated strictly
 """
@@ -21,9 +21,11 @@ from ._errors import (
     Violation,
     Warning_ as ValidationWarning,
 )
-from ._interop import from_pyarrow, from_sparse
+from ._build import from_coo, from_dense
+from ._files import Report, from_bytes, load, save, validate
+from ._interop import from_pandas, from_pyarrow, from_sparse, from_torch
 from ._native import __version__
-from ._tensor import AutoChoice, CsfTensor, Report, from_bytes, from_coo, load, save, validate
+from ._tensor import AutoChoice, CsfTensor
 
 __all__ = [
     "AutoChoice",
@@ -39,8 +41,11 @@ __all__ = [
     "__version__",
     "from_bytes",
     "from_coo",
+    "from_dense",
+    "from_pandas",
     "from_pyarrow",
     "from_sparse",
+    "from_torch",
     "load",
     "save",
     "validate",

@@ -1,90 +1,60 @@
-"""Conversions to and from pyarrow, pydata sparse and torch.
+"""Tensors from pyarrow, pydata sparse, scipy.sparse, torch and pandas.
 
-Each package is imported only when its conversion is called, with a clear
-``ImportError`` naming it when it is missing. The conversions move arrays;
-building and validating stay in Rust.
+No package is imported unless the object handed over is one of its own (its
+type's module says so), so a missing package never breaks the others. The
+conversions move arrays into the builder (``from_coo``, ``from_dense``) or,
+for pyarrow's CSF, into a strict validation; no rule is checked here.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Optional, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from . import _native
-from ._tensor import _ELEMENT_TYPES, CsfTensor, _freeze, from_coo
-
-# The element types stored as a numpy dtype of their own.
-_NUMPY_ELEMENT_TYPES = frozenset(_ELEMENT_TYPES.values())
-
-
-def _require(name: str, pip: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError as e:
-        raise ImportError(f"this conversion needs the '{name}' package: pip install {pip}") from e
+from ._build import from_coo, from_dense, from_parts
+from ._common import element_type_of, renamed, require
+from ._tensor import CsfTensor
 
 
-def _int64(a: np.ndarray, bound: int) -> np.ndarray:
-    """A uint64 index array of a validated tensor as Arrow's int64, sharing
-    its memory. Every entry is below ``bound`` (a coordinate below its
-    level's extent, a pointer at most the next level's length), so only a
-    bound above 2^63 needs the entries read (O(1) otherwise: this is what
-    keeps ``to_pyarrow`` independent of the tensor's size)."""
-    if bound > 1 << 63 and a.size and int(a.max()) >= 1 << 63:
-        raise OverflowError("an index of 2^63 or more does not fit Arrow's int64 index arrays")
-    return a.view(np.int64)
+def _module(obj: Any) -> str:
+    return type(obj).__module__ or ""
 
 
-def to_pyarrow(t: CsfTensor) -> Any:
-    """``pyarrow.SparseCSFTensor``: Arrow's CSF has no root pointer
-    (``pos_0``); its ``indptr[L]`` is our ``pos_{L+1}`` and ``indices[L]``
-    our ``crd_L``, shared with the tensor's memory as int64 views."""
-    pa = _require("pyarrow", "pyarrow")
-    t = t._validated()
-    levels = t.levels
-    indptr = [_int64(pos, crd.size) for pos, crd in levels[1:]]
-    indices = [_int64(crd, t.shape[dim]) for (_, crd), dim in zip(levels, t.mode_order)]
-    # The values buffer itself when it holds one numpy element per value;
-    # packed 4-bit types (u4 looks like uint8), narrow floats and quantized
-    # codes go through their values.
-    if t.quantization is None and t.element_type in _NUMPY_ELEMENT_TYPES:
-        data = t.values
-    else:
-        data = t.to_coo()[1]
-    return pa.SparseCSFTensor.from_numpy(
-        data.reshape(-1, 1), indptr, indices, shape=t.shape, axis_order=list(t.mode_order)
-    )
-
-
-def from_pyarrow(st: Any, *, axis_order: Optional[Sequence[int]] = None) -> CsfTensor:
+def from_pyarrow(st: Any, *, mode_order: Optional[Sequence[int]] = None, axis_order: Optional[Sequence[int]] = None) -> CsfTensor:
     """A tensor from a ``pyarrow.SparseCSFTensor``, strictly validated (pyarrow
-    does not check what it wraps). pyarrow does not expose a tensor's axis
-    order: pass it as ``axis_order`` when it is not the identity. Note that
+    does not check what it wraps), or from a ``pyarrow.SparseCOOTensor``
+    (built, duplicates refused). pyarrow does not expose a CSF tensor's axis
+    order: pass it as ``mode_order`` when it is not the identity. Note that
     ``SparseCSFTensor.from_dense_numpy(x)`` orders the axes by increasing
-    extent, so its axis order is ``np.argsort(x.shape, kind="stable")``."""
+    extent, so its order is ``np.argsort(x.shape, kind="stable")``.
+    (``axis_order=`` is the deprecated spelling of ``mode_order=``.)"""
+    order_given = renamed("axis_order", "mode_order", axis_order, mode_order, None)
+    kind = type(st).__name__ if _module(st).startswith("pyarrow") else ""
+    if kind == "SparseCOOTensor":
+        if order_given is not None:
+            raise ValueError("mode_order describes a CSF tensor's levels; a SparseCOOTensor has none")
+        data, coords = st.to_numpy()
+        return from_coo(coords, np.ravel(data), [int(d) for d in st.shape])
+    if kind != "SparseCSFTensor":
+        raise TypeError(f"st must be a pyarrow SparseCSFTensor or SparseCOOTensor, not {type(st).__name__}")
     data, indptr, indices = st.to_numpy()
     shape = [int(d) for d in st.shape]
     rank = len(shape)
-    order = list(range(rank)) if axis_order is None else [int(d) for d in axis_order]
+    order = list(range(rank)) if order_given is None else [int(d) for d in order_given]
     if any(not 0 <= d < 1 << 32 for d in order):
         # Validation names any other non-permutation; these do not fit the format's uint32.
-        raise ValueError(f"axis_order {order} is not a permutation of 0..{rank - 1}")
+        raise ValueError(f"mode_order {order} is not a permutation of 0..{rank - 1}")
     if len(indptr) != rank - 1 or len(indices) != rank:
         raise ValueError(f"a rank-{rank} CSF tensor has {rank - 1} indptr and {rank} indices arrays")
     crd = [_u64(np.ravel(a), f"indices[{L}]") for L, a in enumerate(indices)]
     pos = [np.array([0, crd[0].size], dtype=np.uint64)] + [_u64(np.ravel(a), f"indptr[{L}]") for L, a in enumerate(indptr)]
     values = np.ravel(data)
-    name = _ELEMENT_TYPES.get(values.dtype.newbyteorder("="))
-    if name is None:
-        raise TypeError(f"values of dtype {values.dtype} cannot be stored")
-    raw_values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).view(np.uint8).reshape(-1)
-    raw = _native.from_parts(name, shape, order, int(values.size), list(zip(pos, crd)), raw_values)
-    return CsfTensor(_freeze(raw))
+    return from_parts(element_type_of(values.dtype, "values"), shape, order, list(zip(pos, crd)), values)
 
 
-def _u64(a: np.ndarray, what: str) -> np.ndarray:
+def _u64(a: npt.NDArray[Any], what: str) -> npt.NDArray[np.uint64]:
     if a.dtype.kind not in "iu":
         raise TypeError(f"{what} must be integers, not {a.dtype}")
     if a.dtype.kind == "i" and a.size and (a < 0).any():
@@ -92,32 +62,101 @@ def _u64(a: np.ndarray, what: str) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.uint64)
 
 
-def to_sparse(t: CsfTensor) -> Any:
-    """pydata ``sparse.COO`` (its coordinates are ``(rank, nnz)``)."""
-    sparse = _require("sparse", "sparse")
-    coords, values = t._validated().to_coo()
-    return sparse.COO(coords.T.astype(np.int64), values, shape=t.shape, has_duplicates=False, sorted=t.mode_order == tuple(range(t.rank)))
+def from_sparse(array: Any, **options: Any) -> CsfTensor:
+    """A tensor from a pydata sparse array (``COO``, ``GCXS``, ``DOK``) or an
+    N-dimensional ``scipy.sparse`` COO array, of rank 3 or more; ``options``
+    are ``from_coo``'s.
+
+    A non-zero ``fill_value`` is refused (``ValueError``): the format's
+    implicit elements are zeros. Duplicates are summed, as the source library
+    does (a ``COO`` sums them when made unless told ``has_duplicates=False``;
+    a scipy array not in canonical form holds them); a canonical source
+    defaults to ``duplicates="error"``, which also lets float16 values (which
+    the builder does not sum) through."""
+    module = _module(array)
+    if module.startswith("sparse"):
+        sparse = require("sparse", "sparse")
+        if not isinstance(array, sparse.SparseArray):
+            raise TypeError(f"array must be a pydata sparse array, not {type(array).__name__}")
+        fill = np.asarray(array.fill_value)
+        if not (fill == 0):
+            raise ValueError(
+                f"array has fill_value {fill.item()!r}: a CSF tensor's implicit elements are zeros "
+                "(make it with fill_value=0, or shift its values, first)"
+            )
+        coo = array if isinstance(array, sparse.COO) else array.asformat("coo")
+        data = np.asarray(coo.data)
+        canonical = not getattr(coo, "has_duplicates", True)
+        options.setdefault("duplicates", "error" if canonical or data.dtype == np.float16 else "sum")
+        return from_coo(np.asarray(coo.coords), data, coo.shape, coords_layout="rank_nnz", **options)
+    if module.startswith("scipy.sparse"):
+        if len(array.shape) < 3:
+            raise ValueError(
+                f"array has rank {len(array.shape)}: CSF stores rank 3 or more (keep a matrix in scipy's CSR/CSC)"
+            )
+        coo = array.tocoo()
+        options.setdefault("duplicates", "error" if coo.has_canonical_format else "sum")
+        return from_coo(np.asarray(coo.coords), np.asarray(coo.data), coo.shape, coords_layout="rank_nnz", **options)
+    raise TypeError(
+        f"array must be a pydata sparse or scipy.sparse array, not {type(array).__name__} "
+        "(use from_dense for a dense array, from_coo for coordinate arrays)"
+    )
 
 
-def from_sparse(coo: Any, **options: Any) -> CsfTensor:
-    """A tensor from a pydata ``sparse.COO``; duplicates (an uncanonical COO) are summed, as sparse does.
+def from_torch(tensor: Any, **options: Any) -> CsfTensor:
+    """A tensor from a torch tensor of rank 3 or more: a sparse COO tensor
+    (``layout=torch.sparse_coo``; duplicates of an uncoalesced one are
+    summed, as ``coalesce`` would, a coalesced one defaults to
+    ``duplicates="error"``), or a dense (strided) one through ``from_dense``.
+    ``options`` are ``from_coo``'s (``from_dense``'s for a dense tensor).
+    Values must have a numpy dtype (``bfloat16``: ``tensor.float()`` first);
+    a tensor on another device is copied to the CPU."""
+    if not _module(tensor).startswith("torch"):
+        raise TypeError(f"tensor must be a torch.Tensor, not {type(tensor).__name__}")
+    torch = require("torch", "torch")
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, not {type(tensor).__name__}")
+    if tensor.dtype == torch.bfloat16 or tensor.is_complex():
+        raise TypeError(f"tensor has dtype {tensor.dtype}, which numpy lacks: convert it first (tensor.float())")
+    t = tensor.detach().cpu()
+    if t.layout == torch.strided:
+        return from_dense(t.numpy(), **options)
+    if t.layout != torch.sparse_coo:
+        raise TypeError(f"tensor has layout {t.layout}: from_torch takes sparse COO or dense tensors (t.to_sparse_coo())")
+    if t.dense_dim() != 0:
+        raise ValueError(f"tensor is hybrid ({t.dense_dim()} dense dimensions): a CSF tensor's values are scalars")
+    options.setdefault("duplicates", "error" if t.is_coalesced() else "sum")
+    indices = t._indices().numpy()
+    values = t._values().numpy()
+    return from_coo(indices, values, tuple(t.shape), coords_layout="rank_nnz", **options)
 
-    A ``COO`` sums its duplicates when it is made, unless told
-    ``has_duplicates=False``; float16 values, which the builder does not sum,
-    default to ``duplicates="error"`` so that a canonical COO of them converts."""
-    data = np.asarray(coo.data)
-    options.setdefault("duplicates", "error" if data.dtype == np.float16 else "sum")
-    return from_coo(np.asarray(coo.coords), data, coo.shape, coords_layout="rank_nnz", **options)
 
-
-def to_torch(t: CsfTensor) -> Any:
-    """A coalesced ``torch.sparse_coo_tensor``."""
-    torch = _require("torch", "torch")
-    coords, values = t._validated().to_coo()
-    if values.dtype == np.uint16 or values.dtype == np.uint32 or values.dtype == np.uint64:
-        raise TypeError(f"torch has no sparse {values.dtype} tensors; convert the values first")
-    index = torch.from_numpy(coords.T.astype(np.int64))
-    # Validated above: torch need not check the indices again.
-    return torch.sparse_coo_tensor(
-        index, torch.from_numpy(np.ascontiguousarray(values)), t.shape, check_invariants=False
-    ).coalesce()
+def from_pandas(series: Any, shape: Optional[Sequence[int]] = None, **options: Any) -> CsfTensor:
+    """A tensor from a ``pandas.Series`` over a ``MultiIndex`` of integer
+    levels, one per dimension (what ``CsfTensor.to_pandas`` makes, and how
+    xarray and pydata sparse users hold COO). ``shape`` defaults to one past
+    the largest coordinate of each dimension; ``options`` are ``from_coo``'s
+    (duplicate index entries are refused unless ``duplicates=`` says how to
+    merge them)."""
+    if not _module(series).startswith("pandas"):
+        raise TypeError(f"series must be a pandas.Series, not {type(series).__name__}")
+    pd = require("pandas", "pandas")
+    if not isinstance(series, pd.Series):
+        raise TypeError(f"series must be a pandas.Series, not {type(series).__name__}")
+    index = series.index
+    if not isinstance(index, pd.MultiIndex):
+        raise TypeError("series must have a MultiIndex, one integer level per dimension")
+    columns = []
+    for level in range(index.nlevels):
+        values = np.asarray(index.get_level_values(level))
+        if values.dtype.kind not in "iu":
+            name = index.names[level]
+            raise TypeError(
+                f"level {level} ({name!r}) of the index holds {values.dtype}, not integer coordinates "
+                "(series.index.codes gives positions for labels)"
+            )
+        columns.append(values.astype(np.int64 if values.dtype.kind == "i" else np.uint64))
+    if columns and any(c.dtype != columns[0].dtype for c in columns):
+        columns = [c.astype(np.int64) for c in columns]
+    coords = np.stack(columns) if columns else np.zeros((0, 0), dtype=np.int64)
+    return from_coo(coords, series.to_numpy(), shape, coords_layout="rank_nnz", **options)

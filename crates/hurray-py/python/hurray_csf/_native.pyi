@@ -5,7 +5,7 @@ Every function takes a tensor as its container bytes: a read-only, C-contiguous
 arrays) beside the numpy dtype string that reads them.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -45,3 +45,26 @@ def lookup(raw: _Bytes, indices: npt.NDArray[np.uint64]) -> Tuple[_Bytes, str]: 
 def to_coo(raw: _Bytes) -> Tuple[npt.NDArray[np.uint64], _Bytes, str]: ...
 def subtree(raw: _Bytes, prefix: Sequence[int]) -> Tuple[npt.NDArray[np.uint64], _Bytes, str]: ...
 def to_dense(raw: _Bytes, max_elements: int) -> Tuple[_Bytes, str]: ...
+# `axes`: one selector per logical dimension, `("index", i)` (the dimension
+# is dropped), `("all",)`, `("step", start, len, step)` or `("take", coords)`
+# (coords a uint64 array). A whole index selects one entry; otherwise the
+# result is a tensor, or the entries of a selection that is not one.
+def select(
+    raw: _Bytes, axes: Sequence[Tuple[Any, ...]], threads: Optional[int]
+) -> Union[
+    Tuple[Literal["tensor"], _Bytes],
+    Tuple[Literal["entries"], List[int], npt.NDArray[np.uint64], _Bytes, str],
+]: ...
+def from_dense(
+    values: _Bytes,
+    element_type: str,
+    shape: Sequence[int],
+    mode_order: Union[str, Sequence[int]],
+    drop_nan: bool,
+    quantize: Optional[str],
+    threads: Optional[int],
+) -> Tuple[_Bytes, _Auto, int]: ...
+def equals(a: _Bytes, b: _Bytes) -> bool: ...
+def sum(
+    raw: _Bytes, axes: Sequence[int], max_elements: int, threads: Optional[int]
+) -> Union[Tuple[Literal["tensor"], _Bytes], Tuple[Literal["dense"], List[int], _Bytes, str]]: ...

@@ -1,4 +1,4 @@
-"""``CsfTensor`` and the functions that make, read and write one.
+"""``CsfTensor``: a tensor over its container bytes.
 
 A tensor is its container bytes (docs/format.md): a read-only numpy ``uint8``
 array over a memory map, a bytes-like object, or the buffer a build encoded
@@ -10,37 +10,35 @@ results, nothing more.
 
 from __future__ import annotations
 
-import errno
-import mmap
-import operator
-import os
-import secrets
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
-from . import _native
-from ._errors import Violation, Warning_
+from . import _export, _key, _native
+from ._common import (
+    NUMPY_ELEMENT_TYPES,
+    ModeOrder,
+    element_type_of,
+    freeze,
+    integer,
+    little_endian_bytes,
+    mode_order_argument,
+    native_dtype,
+    threads_argument,
+    values_from,
+)
 
-PathLike = Union[str, "os.PathLike[str]"]
+if TYPE_CHECKING:
+    import mmap
+    import os
 
-# numpy dtype -> the format's element type name (docs/format.md §2.1).
-_ELEMENT_TYPES = {
-    np.dtype(np.bool_): "bool",
-    np.dtype(np.int8): "i8",
-    np.dtype(np.int16): "i16",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.int64): "i64",
-    np.dtype(np.uint8): "u8",
-    np.dtype(np.uint16): "u16",
-    np.dtype(np.uint32): "u32",
-    np.dtype(np.uint64): "u64",
-    np.dtype(np.float16): "f16",
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-}
+    import pandas
+    import sparse
+    import torch
 
-_MODES = ("strict", "permissive")
+# The default cap of `to_dense` and `sum`: 2^28 elements (2 GiB of float64).
+DENSE_LIMIT = 1 << 28
 
 
 class AutoChoice(NamedTuple):
@@ -50,90 +48,61 @@ class AutoChoice(NamedTuple):
     index_bytes: int
 
 
-class Report(NamedTuple):
-    """The result of ``validate``: every violation (up to ``max_errors``) and warning."""
-
-    valid: bool
-    errors: List[Violation]
-    warnings: List[Warning_]
-    truncated: bool
-
-
-def _native_dtype(dtype: str) -> np.dtype:
-    """A little-endian dtype from Rust, in the machine's own byte order."""
-    return np.dtype(dtype).newbyteorder("=")
-
-
-def _values_from(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """Little-endian value bytes made by Rust as an array of ``dtype``."""
-    values = raw.view(np.dtype(dtype))
-    return values.astype(_native_dtype(dtype), copy=False)
-
-
-def _freeze(raw: np.ndarray) -> np.ndarray:
-    raw.flags.writeable = False
-    return raw
-
-
-def _u64_rows(indices: Any, rank: int, what: str) -> np.ndarray:
-    """Indices as a C-contiguous ``(m, rank)`` ``uint64`` array."""
-    a = np.asarray(indices)
-    if a.ndim == 1 and a.shape[0] == rank:
-        a = a.reshape(1, rank)
-    if a.ndim != 2:
-        raise ValueError(f"{what} must have shape (m, {rank}), not {a.shape}")
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"{what} must be integers, not {a.dtype}")
-    if a.dtype.kind == "i" and a.size and (a < 0).any():
-        row = int(np.argwhere(a < 0)[0][0])
-        raise IndexError(f"index {row}: {a[row].tolist()} has a negative coordinate")
-    return np.ascontiguousarray(a, dtype=np.uint64)
-
-
-def _coords(index: Tuple[Any, ...], what: str, shape: Tuple[int, ...]) -> List[int]:
-    """Integer coordinates that fit ``uint64``. ``operator.index``: a float or
-    a slice is refused (``TypeError``), never truncated."""
-    coords = [operator.index(i) for i in index]
-    if any(c < 0 for c in coords):
-        raise IndexError(f"{what} {tuple(coords)} has a negative coordinate")
-    if any(c >> 64 for c in coords):
-        raise IndexError(f"{what} {tuple(coords)} is outside the shape {shape}")
-    return coords
+Scalar = Union[bool, int, float]
 
 
 class CsfTensor:
     """A sparse tensor of rank >= 3 stored as a CSF tree (csf-layout.txt).
 
-    Make one with ``from_coo``, ``load``, ``from_bytes`` or ``from_pyarrow``.
-    Level ``L`` stores logical dimension ``mode_order[L]`` as a ``(pos, crd)``
-    pair of ``uint64`` arrays; the leaves index ``values``.
+    Make one with ``from_coo``, ``from_dense``, ``load``, ``from_bytes`` or a
+    conversion (``from_sparse``, ``from_pyarrow``, ``from_torch``,
+    ``from_pandas``). Level ``L`` stores logical dimension ``mode_order[L]``
+    as a ``(pos, crd)`` pair of ``uint64`` arrays; the leaves index ``values``.
+
+    It reads like a numpy array where that makes sense: ``t[1, 2, 3]`` is one
+    element, ``t[0]``, ``t[1:3]``, ``t[:, [4, 2]]``, ``t[..., -1]`` select
+    (``__getitem__``), ``len(t)`` and ``iter(t)`` go along dimension 0,
+    ``x in t`` and ``t.sum(axis)`` are numpy's. ``t == u`` is ``t.equals(u)``,
+    one ``bool`` (not an elementwise array); ``np.asarray(t)`` is refused
+    (``to_dense`` makes the dense array, explicitly).
     """
 
-    __slots__ = ("_raw", "_info", "_auto", "_removed", "_strict")
+    __slots__ = ("_raw", "_info", "_auto", "_removed", "_strict", "_map")
 
     def __init__(
         self,
-        raw: np.ndarray,
+        raw: npt.NDArray[np.uint8],
         *,
         _auto: Optional[Tuple[Sequence[int], int]] = None,
         _removed: int = 0,
         _strict: bool = True,
+        _map: Optional["mmap.mmap"] = None,
     ):
         # Internal: `raw` has been validated by the caller, strictly unless `_strict` is False.
-        self._raw = raw
+        self._raw: Optional[npt.NDArray[np.uint8]] = raw
         self._info: Dict[str, Any] = _native.describe(raw)
         self._auto = None if _auto is None else AutoChoice(tuple(_auto[0]), int(_auto[1]))
         self._removed = int(_removed)
         self._strict = bool(_strict)
+        self._map = _map
+
+    def _bytes(self) -> npt.NDArray[np.uint8]:
+        if self._raw is None:
+            raise ValueError("the tensor is closed")
+        return self._raw
 
     def _validated(self) -> "CsfTensor":
         """The tensor, validated strictly first if it was read permissively:
         the conversions hand its arrays to libraries that trust them (Arrow and
         torch index memory with the coordinates unchecked)."""
         if not self._strict:
-            _native.open(self._raw, True)
+            _native.open(self._bytes(), True)
             self._strict = True
         return self
+
+    def _derived(self, raw: npt.NDArray[np.uint8], **extra: Any) -> "CsfTensor":
+        """A tensor computed from this one: as trusted as its source."""
+        return CsfTensor(freeze(raw), _strict=self._strict, **extra)
 
     # -- what it is ------------------------------------------------------
 
@@ -153,19 +122,29 @@ class CsfTensor:
         return self.rank
 
     @property
+    def size(self) -> int:
+        """The number of elements of the logical shape (stored or not), as numpy's ``size``."""
+        size = 1
+        for extent in self.shape:
+            size *= extent
+        return size
+
+    @property
     def nnz(self) -> int:
         """The number of stored values (leaves)."""
         return int(self._info["nnz"])
 
     @property
-    def dtype(self) -> np.dtype:
-        """The numpy dtype of the values: the element type, or ``float32`` for
-        a quantized tensor and for narrow floats numpy lacks."""
-        return _native_dtype(self._info["value_dtype"])
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy dtype of the values as read (``t[...]``, ``to_coo``): the
+        element type, or ``float32`` for a quantized tensor and for narrow
+        floats numpy lacks. ``element_type`` is the type as stored."""
+        return native_dtype(self._info["value_dtype"])
 
     @property
     def element_type(self) -> str:
-        """The element type of the values buffer, by its format name (``f32``, ``i4``, ...)."""
+        """The element type of the values buffer as stored, by its format name
+        (``f32``, ``i4``, ...): for a quantized tensor, the codes' type."""
         return str(self._info["element_type"])
 
     @property
@@ -183,19 +162,19 @@ class CsfTensor:
         """Input entries merged as duplicates or dropped as zeros by the build."""
         return self._removed
 
-    def _buffer(self, index: int, dtype: str) -> np.ndarray:
+    def _buffer(self, index: int, dtype: str) -> npt.NDArray[Any]:
         start, length = self._info["buffers"][index]
         dt = np.dtype(dtype)
-        return np.frombuffer(self._raw, dtype=dt, count=length // dt.itemsize, offset=start)
+        return np.frombuffer(self._bytes(), dtype=dt, count=length // dt.itemsize, offset=start)
 
     @property
-    def levels(self) -> List[Tuple[np.ndarray, np.ndarray]]:
+    def levels(self) -> List[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]]:
         """``[(pos_0, crd_0), ..., (pos_{r-1}, crd_{r-1})]``: read-only ``uint64``
         views of the tensor's memory."""
         return [(self._buffer(1 + 2 * L, "<u8"), self._buffer(2 + 2 * L, "<u8")) for L in range(self.rank)]
 
     @property
-    def values(self) -> np.ndarray:
+    def values(self) -> npt.NDArray[Any]:
         """The values buffer as stored, a read-only view: the values, or for a
         quantized tensor their codes (``to_coo`` and ``lookup`` give the
         dequantized values). Types numpy lacks are raw bits (``uint16`` for
@@ -218,35 +197,139 @@ class CsfTensor:
     @property
     def nbytes(self) -> int:
         """The size of the tensor's container, in bytes."""
-        return int(self._raw.nbytes)
+        return int(self._bytes().nbytes)
 
     def __repr__(self) -> str:
+        if self._raw is None:
+            return f"CsfTensor(shape={self.shape}, closed)"
         q = self._info["quantization"]
-        quant = "" if q is None else f", quantized={q['scheme']}"
+        stored = ""
+        if q is not None:
+            stored = f", stored={self.element_type} quantized={q['scheme']}"
+        elif self.element_type not in NUMPY_ELEMENT_TYPES or self.element_type != element_type_of(self.dtype, "values"):
+            stored = f", stored={self.element_type}"
         return (
-            f"CsfTensor(shape={self.shape}, dtype={self.element_type}{quant}, nnz={self.nnz}, "
+            f"CsfTensor(shape={self.shape}, dtype={self.dtype}{stored}, nnz={self.nnz}, "
             f"mode_order={self.mode_order}, nbytes={self.nbytes})"
         )
 
+    # -- the memory map ------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._raw is None
+
+    def close(self) -> None:
+        """Lets go of the tensor's memory; for a tensor ``load`` mapped, closes
+        the map as soon as no array handed out (``levels``, ``values``) is
+        alive any more (numpy views keep it open until then, so that they never
+        read unmapped memory). Every later use of the tensor raises
+        ``ValueError``; closing twice does nothing."""
+        self._raw = None
+        memory, self._map = self._map, None
+        if memory is not None:
+            try:
+                memory.close()
+            except BufferError:
+                # An array of the caller's still views the map: it is unmapped
+                # when the last of them is collected.
+                pass
+
+    def __enter__(self) -> "CsfTensor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- numpy's container protocol -------------------------------------------
+
+    def __len__(self) -> int:
+        """The extent of dimension 0, as for a numpy array."""
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        """``t[0], t[1], ...`` along dimension 0, as numpy iterates."""
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __contains__(self, value: Any) -> bool:
+        """numpy's ``value in x``: whether any element equals ``value``; the
+        implicit zeros count when the tensor has any."""
+        values = self._logical_values()
+        if bool(np.any(values == value)):
+            return True
+        return self.nnz < self.size and bool(np.asarray(0, dtype=self.dtype) == value)
+
+    # numpy's operators and ufuncs leave a tensor alone (they return
+    # NotImplemented), so `array == t` is Python's comparison, not an attempt
+    # to make `t` dense.
+    __array_ufunc__ = None
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> npt.NDArray[Any]:
+        raise RuntimeError(
+            "a CsfTensor is not converted to a dense array implicitly (it may not fit in memory); "
+            "call t.to_dense() for a numpy array"
+        )
+
+    def equals(self, other: Any) -> bool:
+        """Whether ``other`` is the same tensor: a ``CsfTensor`` of the same
+        shape and ``dtype`` holding the same value at every index. The mode
+        order, the statistics section and the bytes do not matter; an
+        explicitly stored zero equals an implicit one, ``-0.0`` equals ``0.0``,
+        and NaN at the same index counts as equal (pandas' ``equals``). Costs
+        a walk of both trees, plus a re-ordering of ``other`` when the mode
+        orders differ (csf-build's ``equal``)."""
+        if not isinstance(other, CsfTensor):
+            return False
+        if self.shape != other.shape or self.dtype != other.dtype:
+            return False
+        return bool(_native.equals(self._bytes(), other._bytes()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CsfTensor):
+            return NotImplemented
+        return self.equals(other)
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, CsfTensor):
+            return NotImplemented
+        return not self.equals(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal tensors need not be the same object
+
     # -- reading values ----------------------------------------------------
 
-    def __getitem__(self, index: Union[int, Sequence[int]]) -> Any:
-        """``t[i, j, k]``, one integer per dimension: the value at that logical
-        index, as a Python scalar (0 for an implicit zero).
+    def __getitem__(self, key: Any) -> Any:
+        """numpy indexing (the rules are in ``hurray_csf._key``).
 
-        ``t[i]``, ``t[i, j]``, fewer integers than the rank: the entries under
-        that prefix of **storage-order** coordinates, ``(coords, values)`` as
-        ``subtree`` gives them. With the default identity mode order the
-        prefix is the first dimensions, as in numpy; otherwise ``t[i]`` is the
-        entries whose dimension ``mode_order[0]`` is ``i``."""
-        if not isinstance(index, tuple):
-            index = tuple(index) if isinstance(index, (list, np.ndarray)) else (index,)
-        coords = _coords(index, "index", self.shape)
-        if len(coords) < self.rank:
-            return self._entries_under(coords)
-        return _native.get(self._raw, coords)
+        - One integer per dimension: the value at that index as a Python
+          scalar (``bool``, ``int`` or ``float``; 0 for an implicit zero).
+        - Otherwise a selection: a ``CsfTensor`` while the result has rank 3
+          or more (stored in this tensor's mode order, restricted to the kept
+          dimensions), a pydata ``sparse.COO`` when it has rank 1 or 2 (the
+          format stores rank >= 3 only).
 
-    def subtree(self, prefix: Union[int, Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:
+        Cost: a selection of dimension ``mode_order[0]`` alone, by an integer
+        or a step-1 slice, copies the sub-tree's node ranges of each level
+        (found by binary search), nothing outside them. Any other selection
+        walks the tree once, descending only into nodes whose coordinate is
+        kept (integers by binary search), then builds the result; the build
+        takes csf-build's sorted path unless a negative step or an unsorted
+        array reorders a dimension. Values of a quantized tensor come out
+        dequantized (``float32``).
+        """
+        parsed = _key.parse(key, self.shape)
+        if isinstance(parsed, _key.Point):
+            return _native.get(self._bytes(), list(parsed))
+        result = _native.select(self._bytes(), parsed, None)
+        if result[0] == "tensor":
+            return self._derived(result[1])
+        _, shape, coords, raw, dtype = result
+        values = values_from(raw, dtype)
+        return _export.sparse_coo(coords.reshape(-1, len(shape)), values, tuple(shape))
+
+    def subtree(self, prefix: Union[int, Sequence[int]]) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[Any]]:
         """``(coords, values)`` of the entries under ``prefix``: the first ``k``
         coordinates of the entries **in storage order** (``k`` below the rank),
         that is of the logical dimensions ``mode_order[0:k]`` (with the default
@@ -259,222 +342,196 @@ class CsfTensor:
         entries are visited (csf-core's ``CsfView::subtree``); ``()`` gives
         every entry."""
         index = (prefix,) if not isinstance(prefix, (tuple, list, np.ndarray)) else tuple(prefix)
-        return self._entries_under(_coords(index, "prefix", self.shape))
+        coords = _prefix(index, self.shape)
+        out, raw, dtype = _native.subtree(self._bytes(), coords)
+        return out.reshape(-1, self.rank), values_from(raw, dtype)
 
-    def _entries_under(self, prefix: List[int]) -> Tuple[np.ndarray, np.ndarray]:
-        coords, raw, dtype = _native.subtree(self._raw, prefix)
-        return coords.reshape(-1, self.rank), _values_from(raw, dtype)
-
-    def lookup(self, indices: Any) -> np.ndarray:
+    def lookup(self, indices: npt.ArrayLike) -> npt.NDArray[Any]:
         """The values at an ``(m, rank)`` array of logical indices (0 where
         implicit), batched (``find_many``) with the GIL released."""
-        raw, dtype = _native.lookup(self._raw, _u64_rows(indices, self.rank, "indices"))
-        return _values_from(raw, dtype)
+        raw, dtype = _native.lookup(self._bytes(), _u64_rows(indices, self.rank, "indices"))
+        return values_from(raw, dtype)
 
-    def find(self, indices: Any) -> np.ndarray:
+    def find(self, indices: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """The leaf positions of an ``(m, rank)`` array of indices: -1 where absent."""
-        return _native.find(self._raw, _u64_rows(indices, self.rank, "indices"))
+        return _native.find(self._bytes(), _u64_rows(indices, self.rank, "indices"))
 
-    def to_coo(self) -> Tuple[np.ndarray, np.ndarray]:
+    def to_coo(self) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[Any]]:
         """``(coords, values)`` of every non-zero in iteration order:
         ``coords`` of shape ``(nnz, rank)`` (logical dimensions), ``values``
         of ``dtype`` (dequantized for a quantized tensor). ``subtree`` gives
         the same for the entries under a prefix."""
-        coords, raw, dtype = _native.to_coo(self._raw)
-        return coords.reshape(-1, self.rank), _values_from(raw, dtype)
+        coords, raw, dtype = _native.to_coo(self._bytes())
+        return coords.reshape(-1, self.rank), values_from(raw, dtype)
 
-    def to_dense(self, max_elements: int = 1 << 28) -> np.ndarray:
+    def _logical_values(self) -> npt.NDArray[Any]:
+        """The values in leaf order, of ``dtype``: the buffer itself when it
+        holds them as numpy reads them."""
+        if self.quantization is None and self.element_type in NUMPY_ELEMENT_TYPES and self.element_type != "bool":
+            return self.values
+        return self.to_coo()[1]
+
+    def to_dense(self, max_elements: int = DENSE_LIMIT) -> npt.NDArray[Any]:
         """The dense array, refused (``ValueError``) when the shape holds more
         than ``max_elements`` elements."""
-        raw, dtype = _native.to_dense(self._raw, int(max_elements))
-        return _values_from(raw, dtype).reshape(self.shape)
+        limit = _limit(max_elements)
+        raw, dtype = _native.to_dense(self._bytes(), limit)
+        return values_from(raw, dtype).reshape(self.shape)
 
-    def reorder(self, mode_order: Union[str, Sequence[int]], *, threads: Optional[int] = None) -> "CsfTensor":
+    # -- computing -------------------------------------------------------------
+
+    def astype(self, dtype: npt.DTypeLike) -> "CsfTensor":
+        """The tensor with its values cast to ``dtype`` (numpy's ``astype``
+        rules), in the same mode order and tree. A value that becomes zero
+        stays stored, as an explicit zero. A quantized tensor's values are
+        cast from their dequantized ``float32``."""
+        target = np.dtype(dtype)
+        name = element_type_of(target, "astype")
+        values = self._logical_values().astype(target)
+        levels = [(np.ascontiguousarray(pos), np.ascontiguousarray(crd)) for pos, crd in self.levels]
+        raw = _native.from_parts(name, list(self.shape), list(self.mode_order), self.nnz, levels, little_endian_bytes(values))
+        return self._derived(raw)
+
+    def sum(
+        self,
+        axis: Union[None, int, Sequence[int]] = None,
+        dtype: npt.DTypeLike = None,
+        *,
+        max_elements: int = DENSE_LIMIT,
+    ) -> Any:
+        """The sum over ``axis`` (``None``: every dimension; an int or a tuple
+        of them, negative from the end), as numpy's ``sum``: values are added
+        in numpy's accumulator type (``int64`` for booleans and signed
+        integers, ``uint64`` for unsigned, ``float32`` for ``float16``, the
+        value type otherwise; integers wrap) and cast to ``dtype`` when given.
+
+        The result is a numpy scalar when every dimension is summed, a dense
+        numpy array when 1 or 2 dimensions remain (refused with ``ValueError``
+        beyond ``max_elements`` elements: a sum over dimensions is typically
+        far denser than its tensor), and a ``CsfTensor`` when 3 or more remain
+        (stored in this tensor's mode order restricted to the kept
+        dimensions). csf-build's ``sum_axes`` does the work: one walk of the
+        tree, plus a build with duplicates summed for a tensor result."""
+        summed = _axes(axis, self.rank)
+        target = None if dtype is None else np.dtype(dtype)
+        accumulator = _accumulator(target if target is not None else self.dtype)
+        source = self if self.dtype == accumulator else self.astype(accumulator)
+        result = _native.sum(source._bytes(), summed, _limit(max_elements), None)
+        final = target if target is not None else (np.dtype(np.float16) if self.dtype == np.float16 else accumulator)
+        if result[0] == "tensor":
+            out = self._derived(result[1])
+            return out if out.dtype == final else out.astype(final)
+        _, shape, raw, value_dtype = result
+        dense = values_from(raw, value_dtype).reshape(tuple(shape)).astype(final, copy=False)
+        return dense[()] if not shape else dense
+
+    def reorder(self, mode_order: ModeOrder, *, threads: Optional[int] = None) -> "CsfTensor":
         """The same tensor stored in another mode order (``"identity"``,
         ``"auto"`` or a permutation). Quantized values keep their meaning
         (``csf_build::reorder``)."""
-        order = mode_order if isinstance(mode_order, str) else [int(d) for d in mode_order]
-        raw, auto, removed = _native.reorder(self._raw, order, _threads(threads))
-        return CsfTensor(_freeze(raw), _auto=auto, _removed=removed, _strict=self._strict)
+        order = mode_order_argument(mode_order)
+        raw, auto, removed = _native.reorder(self._bytes(), order, threads_argument(threads))
+        return self._derived(raw, _auto=auto, _removed=removed)
 
     # -- bytes and files ---------------------------------------------------
 
     def to_bytes(self) -> bytes:
         """The container bytes: exactly what ``save`` writes."""
-        return self._raw.tobytes()
+        return self._bytes().tobytes()
 
-    def save(self, path: PathLike) -> None:
-        """Writes the tensor to ``path`` atomically; see ``save``."""
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the tensor to ``path`` atomically; see ``hurray_csf.save``."""
+        from ._files import save
+
         save(self, path)
 
     # -- interop (each package imported only when asked for) ----------------
 
     def to_pyarrow(self) -> Any:
         """A ``pyarrow.SparseCSFTensor`` (index arrays shared where Arrow's int64 allows)."""
-        from ._interop import to_pyarrow
+        return _export.to_pyarrow(self._validated())
 
-        return to_pyarrow(self)
-
-    def to_sparse(self) -> Any:
+    def to_sparse(self) -> "sparse.COO":
         """A pydata ``sparse.COO``."""
-        from ._interop import to_sparse
+        return _export.to_sparse(self._validated())
 
-        return to_sparse(self)
+    def to_torch(self) -> "torch.Tensor":
+        """A coalesced ``torch.sparse_coo_tensor`` (made coalesced: the
+        identity order's leaves are sorted and unique, so torch need not sort)."""
+        return _export.to_torch(self._validated())
 
-    def to_torch(self) -> Any:
-        """A coalesced ``torch.sparse_coo_tensor``."""
-        from ._interop import to_torch
-
-        return to_torch(self)
-
-
-def from_coo(
-    coords: Any,
-    values: Any,
-    shape: Optional[Sequence[int]] = None,
-    *,
-    coords_layout: str = "nnz_rank",
-    mode_order: Union[str, Sequence[int]] = "identity",
-    duplicates: str = "error",
-    drop_zeros: bool = False,
-    dtype: Any = None,
-    quantize: Optional[str] = None,
-    threads: Optional[int] = None,
-) -> CsfTensor:
-    """Builds a CSF tensor from coordinates and values (``csf-build``).
-
-    ``coords`` is an integer array of shape ``(nnz, rank)``, or
-    ``(rank, nnz)`` with ``coords_layout="rank_nnz"`` (as pydata sparse and
-    torch keep them). ``values`` has one value per entry, of any dtype the
-    format stores (bool, int8..int64, uint8..uint64, float16, float32,
-    float64), cast first to ``dtype`` if given. ``shape`` defaults to one
-    past the largest coordinate of each dimension. ``mode_order`` is
-    ``"identity"``, ``"auto"`` (the smallest tree; see ``CsfTensor.auto``) or
-    a permutation. ``duplicates`` is ``"error"``, ``"sum"``, ``"last"`` or
-    ``"first"``. ``quantize`` takes the schemes of ``hurray convert
-    --quantize`` (``"per-block:block=32:i4"``, ``"nf4"``, ``"mxfp:f4e2m1"``,
-    ...). ``threads`` caps the worker threads (``None``: every core). The GIL
-    is released while Rust works.
-    """
-    c = np.asarray(coords)
-    if c.ndim != 2:
-        raise ValueError(f"coords must be a 2-D array, not {c.ndim}-D")
-    if c.dtype.kind not in "iu":
-        raise TypeError(f"coords must be integers, not {c.dtype}")
-    if coords_layout not in ("nnz_rank", "rank_nnz"):
-        raise ValueError(f"coords_layout must be 'nnz_rank' or 'rank_nnz', not {coords_layout!r}")
-    c = np.ascontiguousarray(c, dtype=np.int64 if c.dtype.kind == "i" else np.uint64)
-    v = np.asarray(values)
-    if dtype is not None:
-        v = v.astype(dtype)
-    if v.ndim != 1:
-        raise ValueError(f"values must be a 1-D array, not {v.ndim}-D")
-    name = _ELEMENT_TYPES.get(v.dtype.newbyteorder("="))
-    if name is None:
-        raise TypeError(f"values of dtype {v.dtype} cannot be stored; use one of {sorted(str(d) for d in _ELEMENT_TYPES)}")
-    v = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).view(np.uint8).reshape(-1)
-    order = mode_order if isinstance(mode_order, str) else [int(d) for d in mode_order]
-    dims = None if shape is None else [operator.index(d) for d in shape]
-    if dims is not None and any(d < 0 for d in dims):
-        raise ValueError(f"shape {tuple(dims)} has a negative extent")
-    raw, auto, removed = _native.build(
-        c, coords_layout == "rank_nnz", v, name, dims, order, duplicates, bool(drop_zeros), quantize, _threads(threads)
-    )
-    return CsfTensor(_freeze(raw), _auto=auto, _removed=removed)
+    def to_pandas(self, names: Optional[Sequence[Any]] = None) -> "pandas.Series[Any]":
+        """A ``pandas.Series`` of the values over a ``MultiIndex`` of the
+        coordinates (one level per dimension, named ``names``), the way
+        xarray and pydata sparse users hold COO."""
+        return _export.to_pandas(self._validated(), names)
 
 
-def _threads(threads: Optional[int]) -> Optional[int]:
-    """``None`` (every core) or a positive thread count."""
-    if threads is None:
-        return None
-    n = operator.index(threads)
-    if n < 1:
-        raise ValueError(f"threads must be at least 1, not {n}")
-    return n
+def _limit(max_elements: Any) -> int:
+    limit = integer(max_elements, "max_elements")
+    if not 0 <= limit < 1 << 64:
+        raise ValueError(f"max_elements must be between 0 and 2^64 - 1, not {limit}")
+    return limit
 
 
-def _mode(validate: str) -> bool:
-    if validate not in _MODES:
-        raise ValueError(f"validate must be 'strict' or 'permissive', not {validate!r}")
-    return validate == "strict"
+def _prefix(index: Tuple[Any, ...], shape: Tuple[int, ...]) -> List[int]:
+    """A storage-order prefix: non-negative integers that fit ``uint64``."""
+    coords = [integer(i, "prefix") for i in index]
+    if any(c < 0 for c in coords):
+        raise IndexError(f"prefix {tuple(coords)} has a negative coordinate")
+    if any(c >> 64 for c in coords):
+        raise IndexError(f"prefix {tuple(coords)} is outside the shape {shape}")
+    return coords
 
 
-def _read_only_bytes(buffer: Any) -> np.ndarray:
-    """A read-only ``uint8`` array over ``buffer``, copied only when the buffer
-    is writable: the readers must never see bytes change under them."""
-    raw = np.frombuffer(buffer, dtype=np.uint8)
-    if raw.flags.writeable:
-        raw = raw.copy()
-    return _freeze(raw)
+def _u64_rows(indices: Any, rank: int, what: str) -> npt.NDArray[np.uint64]:
+    """Indices as a C-contiguous ``(m, rank)`` ``uint64`` array."""
+    a = np.asarray(indices)
+    if a.ndim == 1 and a.shape[0] == rank:
+        a = a.reshape(1, rank)
+    if a.ndim != 2:
+        raise ValueError(f"{what} must have shape (m, {rank}), not {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{what} must be integers, not {a.dtype}")
+    if a.dtype.kind == "i" and a.size and (a < 0).any():
+        row = int(np.argwhere(a < 0)[0][0])
+        raise IndexError(f"index {row}: {a[row].tolist()} has a negative coordinate")
+    return np.ascontiguousarray(a, dtype=np.uint64)
 
 
-def from_bytes(buffer: Any, *, validate: str = "strict") -> CsfTensor:
-    """A tensor over any object with the buffer protocol, without copying a
-    read-only one (``bytes``, a read-only ``mmap`` or ``memoryview``); a
-    writable buffer is copied first. ``validate="strict"`` checks every rule
-    (``ValidationError``); ``"permissive"`` only what safe reading needs.
-    Framing errors raise ``FormatError``."""
-    strict = _mode(validate)
-    raw = _read_only_bytes(buffer)
-    _native.open(raw, strict)
-    return CsfTensor(raw, _strict=strict)
+def _axes(axis: Union[None, int, Sequence[int]], rank: int) -> List[int]:
+    """The dimensions ``axis`` names, sorted, as numpy normalises them."""
+    if axis is None:
+        return list(range(rank))
+    items = [axis] if not isinstance(axis, (tuple, list)) else list(axis)
+    out = []
+    for item in items:
+        a = integer(item, "axis")
+        if not -rank <= a < rank:
+            raise _axis_error(f"axis {a} is out of bounds for a tensor of dimension {rank}")
+        out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in 'axis': {axis}")
+    return sorted(out)
 
 
-def _map(path: PathLike) -> Any:
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+def _axis_error(message: str) -> Exception:
+    """numpy's ``AxisError`` (a ``ValueError`` and an ``IndexError``)."""
+    exceptions = getattr(np, "exceptions", None)
+    error = getattr(exceptions, "AxisError", None) or getattr(np, "AxisError", ValueError)
+    return error(message)  # type: ignore[no-any-return]
 
 
-def load(path: PathLike, *, validate: str = "strict") -> CsfTensor:
-    """A tensor over a memory map of the file at ``path`` (no copy); see ``from_bytes``."""
-    strict = _mode(validate)
-    return from_bytes(_map(path), validate="strict" if strict else "permissive")
+def _accumulator(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The type numpy's ``sum`` adds ``dtype`` in (csf-build sums ``i64``,
+    ``u64``, ``f32`` and ``f64``; ``float16`` is added in ``float32``)."""
+    if dtype.kind in "bi":
+        return np.dtype(np.int64)
+    if dtype.kind == "u":
+        return np.dtype(np.uint64)
+    if dtype == np.float16 or dtype == np.float32:
+        return np.dtype(np.float32)
+    if dtype == np.float64:
+        return np.dtype(np.float64)
+    raise TypeError(f"cannot sum values of dtype {dtype}")
 
-
-def save(tensor: CsfTensor, path: PathLike) -> None:
-    """Writes ``tensor`` to ``path`` atomically: a temporary file beside it is
-    written, flushed to disk and renamed over ``path``, so that a failure
-    never leaves a partial file."""
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = _temporary(folder, os.path.basename(target))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(memoryview(tensor._raw))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _temporary(folder: str, name: str) -> Tuple[int, str]:
-    """A new file in ``folder``, made as ``open(path, "wb")`` makes one: mode
-    0o666 less the umask (``tempfile.mkstemp``'s 0o600 would make every saved
-    file readable by its owner only)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
-
-
-def validate(source: Union[PathLike, Any], *, mode: str = "strict", max_errors: int = 100) -> Report:
-    """Every violation (up to ``max_errors``) and warning of a file (a path)
-    or of bytes (any buffer). A file that does not decode gives one error with
-    rule ``decode``."""
-    strict = _mode(mode)
-    data = _map(source) if isinstance(source, (str, os.PathLike)) else source
-    r = _native.report(_read_only_bytes(data), strict, int(max_errors))
-    errors = [Violation(**{k: e.get(k) for k in Violation._fields}) for e in r["errors"]]
-    warnings = [Warning_(**w) for w in r["warnings"]]
-    return Report(bool(r["valid"]), errors, warnings, bool(r["truncated"]))
