@@ -27,11 +27,11 @@ use csf_core::{CsfView, OwnedCsf};
 
 pub use build::{build, build_owned, reorder, ReorderOptions};
 pub use compare::equal;
+pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use dense::{from_dense, Dense, DenseOptions};
+pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 pub use reduce::{sum_axes, Reduced};
 pub use select::*;
-pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
-pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
 
 pub use order::{AutoChoice, EXACT_MAX_RANK};
 pub use quantize::{quantize, ParseQuantizeError, Quantize, QuantizeError, MAX_CHANNELS};
