@@ -1,4 +1,5 @@
-"""The package README's example runs as written (in a scratch directory)."""
+"""The Python examples of the package README and of the project README run as
+written (each in a scratch directory)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+HERE = Path(__file__).resolve().parent
+READMES = [HERE.parent / "README.md", HERE.parents[2] / "README.md"]
 
 
-def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
-    assert blocks, "the README has no python example"
+@pytest.mark.parametrize("readme", READMES, ids=["package", "project"])
+def test_readme_example_runs(readme: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), flags=re.S)
+    assert blocks, f"{readme} has no python example"
     monkeypatch.chdir(tmp_path)
     for block in blocks:
-        exec(compile(block, str(README), "exec"), {"__name__": "readme"})
+        exec(compile(block, str(readme), "exec"), {"__name__": "readme"})
     assert os.path.getsize(tmp_path / "example.hurray") > 0

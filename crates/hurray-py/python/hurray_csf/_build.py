@@ -31,7 +31,7 @@ def from_coo(
     mode_order: ModeOrder = "identity",
     duplicates: str = "error",
     drop_zeros: bool = False,
-    dtype: npt.DTypeLike = None,
+    dtype: Optional[npt.DTypeLike] = None,
     quantize: Optional[str] = None,
     threads: Optional[int] = None,
 ) -> CsfTensor:
@@ -93,7 +93,7 @@ def from_dense(
     *,
     mode_order: ModeOrder = "identity",
     drop_nan: bool = False,
-    dtype: npt.DTypeLike = None,
+    dtype: Optional[npt.DTypeLike] = None,
     quantize: Optional[str] = None,
     threads: Optional[int] = None,
 ) -> CsfTensor:

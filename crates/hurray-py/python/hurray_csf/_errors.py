@@ -22,7 +22,7 @@ class Violation(NamedTuple):
     message: str
     level: Optional[int] = None
     buffer: Optional[int] = None
-    index: Optional[int] = None
+    index: Optional[int] = None  # type: ignore[assignment]  # the element index; it shadows tuple.index
     found: Optional[int] = None
     expected: Optional[int] = None
     offset: Optional[int] = None

@@ -120,7 +120,7 @@ def save(tensor: CsfTensor, path: PathLike) -> None:
         raise type(e)(e.errno, f"cannot write beside it: {e.strerror}", target) from e
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(memoryview(data))
+            f.write(data.data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)

@@ -395,7 +395,7 @@ class CsfTensor:
     def sum(
         self,
         axis: Union[None, int, Sequence[int]] = None,
-        dtype: npt.DTypeLike = None,
+        dtype: Optional[npt.DTypeLike] = None,
         *,
         max_elements: int = DENSE_LIMIT,
     ) -> Any:
@@ -517,9 +517,8 @@ def _axes(axis: Union[None, int, Sequence[int]], rank: int) -> List[int]:
 
 def _axis_error(message: str) -> Exception:
     """numpy's ``AxisError`` (a ``ValueError`` and an ``IndexError``)."""
-    exceptions = getattr(np, "exceptions", None)
-    error = getattr(exceptions, "AxisError", None) or getattr(np, "AxisError", ValueError)
-    return error(message)  # type: ignore[no-any-return]
+    error: type[Exception] = getattr(getattr(np, "exceptions", np), "AxisError", ValueError)
+    return error(message)
 
 
 def _accumulator(dtype: np.dtype[Any]) -> np.dtype[Any]:
