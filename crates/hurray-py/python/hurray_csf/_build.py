@@ -10,10 +10,12 @@ import numpy.typing as npt
 from . import _native
 from ._common import (
     ModeOrder,
+    dtype_argument,
     element_type_of,
     freeze,
     little_endian_bytes,
     mode_order_argument,
+    quantize_argument,
     shape_argument,
     threads_argument,
 )
@@ -68,9 +70,12 @@ def from_coo(
     c = np.ascontiguousarray(c, dtype=np.int64 if c.dtype.kind == "i" else np.uint64)
     v = np.asarray(values)
     if dtype is not None:
-        v = v.astype(dtype)
+        v = v.astype(dtype_argument(dtype))
     if v.ndim != 1:
         raise ValueError(f"values must be a 1-D array, not {v.ndim}-D")
+    entries = c.shape[1] if coords_layout == "rank_nnz" else c.shape[0]
+    if v.shape[0] != entries:
+        raise ValueError(f"values has {v.shape[0]} elements, coords {entries} entries: one value per entry")
     name = element_type_of(v.dtype, "values")
     dims = None if shape is None else list(shape_argument(shape))
     raw, auto, removed = _native.build(
@@ -82,7 +87,7 @@ def from_coo(
         mode_order_argument(mode_order),
         duplicates,
         bool(drop_zeros),
-        quantize,
+        quantize_argument(quantize),
         threads_argument(threads),
     )
     return CsfTensor(freeze(raw), _auto=auto, _removed=removed)
@@ -109,7 +114,7 @@ def from_dense(
     identity order's storage order, so that order needs no sort."""
     a = np.asarray(array)
     if dtype is not None:
-        a = a.astype(dtype)
+        a = a.astype(dtype_argument(dtype))
     if a.ndim < 3:
         raise ValueError(f"array has rank {a.ndim}: CSF stores rank 3 or more (scipy.sparse and pydata sparse hold lower ranks)")
     name = element_type_of(a.dtype, "array")
@@ -119,7 +124,7 @@ def from_dense(
         list(a.shape),
         mode_order_argument(mode_order),
         bool(drop_nan),
-        quantize,
+        quantize_argument(quantize),
         threads_argument(threads),
     )
     return CsfTensor(freeze(raw), _auto=auto, _removed=removed)

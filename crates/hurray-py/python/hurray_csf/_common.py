@@ -137,6 +137,21 @@ def renamed(old: str, new: str, old_value: Any, new_value: Any, default: Any) ->
     return old_value
 
 
+def dtype_argument(dtype: Any, what: str = "dtype") -> np.dtype[Any]:
+    """``np.dtype(dtype)``, or a ``TypeError`` naming the argument."""
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{what}: {e}") from None
+
+
+def quantize_argument(quantize: Any) -> Optional[str]:
+    """``None`` or a scheme string (its syntax is csf-build's to check)."""
+    if quantize is not None and not isinstance(quantize, str):
+        raise TypeError(f"quantize must be a scheme string such as 'per-block:i8', not {type(quantize).__name__}")
+    return quantize
+
+
 def element_type_of(dtype: np.dtype[Any], what: str) -> str:
     """The format's name of a numpy dtype the builder stores."""
     name = ELEMENT_TYPES.get(dtype.newbyteorder("="))

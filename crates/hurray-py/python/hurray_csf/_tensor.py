@@ -19,6 +19,7 @@ from . import _export, _key, _native
 from ._common import (
     NUMPY_ELEMENT_TYPES,
     ModeOrder,
+    dtype_argument,
     element_type_of,
     freeze,
     integer,
@@ -385,8 +386,8 @@ class CsfTensor:
         rules), in the same mode order and tree. A value that becomes zero
         stays stored, as an explicit zero. A quantized tensor's values are
         cast from their dequantized ``float32``."""
-        target = np.dtype(dtype)
-        name = element_type_of(target, "astype")
+        target = dtype_argument(dtype)
+        name = element_type_of(target, "values")
         values = self._logical_values().astype(target)
         levels = [(np.ascontiguousarray(pos), np.ascontiguousarray(crd)) for pos, crd in self.levels]
         raw = _native.from_parts(name, list(self.shape), list(self.mode_order), self.nnz, levels, little_endian_bytes(values))
@@ -413,7 +414,7 @@ class CsfTensor:
         dimensions). csf-build's ``sum_axes`` does the work: one walk of the
         tree, plus a build with duplicates summed for a tensor result."""
         summed = _axes(axis, self.rank)
-        target = None if dtype is None else np.dtype(dtype)
+        target = None if dtype is None else dtype_argument(dtype)
         accumulator = _accumulator(target if target is not None else self.dtype)
         source = self if self.dtype == accumulator else self.astype(accumulator)
         result = _native.sum(source._bytes(), summed, _limit(max_elements), None)
