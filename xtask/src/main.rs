@@ -378,8 +378,15 @@ fn python() -> Result {
     // The tests and the package type-check; the settings, and the files
     // checked, are `[tool.mypy]` of the package's pyproject.toml.
     let mut mypy = Command::new(&python);
-    mypy.current_dir(root).args(["-m", "mypy", "--strict", "--config-file", "crates/hurray-py/pyproject.toml"]);
-    run(&mut mypy).map_err(|e| format!("{e}\n  the Python package or its tests do not type-check (mypy --strict)"))
+    mypy.current_dir(root).args([
+        "-m",
+        "mypy",
+        "--strict",
+        "--config-file",
+        "crates/hurray-py/pyproject.toml",
+    ]);
+    run(&mut mypy)
+        .map_err(|e| format!("{e}\n  the Python package or its tests do not type-check (mypy --strict)"))
 }
 
 /// Installs the nightly toolchain when `cargo +nightly` does not run.

@@ -73,11 +73,12 @@ def from_coo(
         v = v.astype(dtype_argument(dtype))
     if v.ndim != 1:
         raise ValueError(f"values must be a 1-D array, not {v.ndim}-D")
-    entries = c.shape[1] if coords_layout == "rank_nnz" else c.shape[0]
-    if v.shape[0] != entries:
-        raise ValueError(f"values has {v.shape[0]} elements, coords {entries} entries: one value per entry")
     name = element_type_of(v.dtype, "values")
     dims = None if shape is None else list(shape_argument(shape))
+    entries, rank = (c.shape[1], c.shape[0]) if coords_layout == "rank_nnz" else c.shape
+    # A rank that disagrees with the shape is the builder's message (it names both).
+    if v.shape[0] != entries and (dims is None or len(dims) == rank):
+        raise ValueError(f"values has {v.shape[0]} elements, coords {entries} entries: one value per entry")
     raw, auto, removed = _native.build(
         c,
         coords_layout == "rank_nnz",

@@ -140,9 +140,10 @@ def renamed(old: str, new: str, old_value: Any, new_value: Any, default: Any) ->
 def dtype_argument(dtype: Any, what: str = "dtype") -> np.dtype[Any]:
     """``np.dtype(dtype)``, or a ``TypeError`` naming the argument."""
     try:
-        return np.dtype(dtype)
+        made: np.dtype[Any] = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{what}: {e}") from None
+    return made
 
 
 def quantize_argument(quantize: Any) -> Optional[str]:
