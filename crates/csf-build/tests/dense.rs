@@ -14,21 +14,10 @@ use csf_core::{CsfView, Values};
 use hurray_format::ElementType;
 use proptest::prelude::*;
 
+mod common;
+
 /// The element types `from_dense` takes.
-const TYPES: [ElementType; 12] = [
-    ElementType::Bool,
-    ElementType::I8,
-    ElementType::I16,
-    ElementType::I32,
-    ElementType::I64,
-    ElementType::U8,
-    ElementType::U16,
-    ElementType::U32,
-    ElementType::U64,
-    ElementType::F16,
-    ElementType::F32,
-    ElementType::F64,
-];
+const TYPES: [ElementType; 12] = common::WHOLE_BYTE_TYPES;
 
 fn width(ty: ElementType) -> usize {
     usize::from(ty.byte_width().expect("a whole-byte type"))

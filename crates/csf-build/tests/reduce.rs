@@ -16,6 +16,9 @@ use csf_testdata::Tree;
 use hurray_format::ElementType;
 use proptest::prelude::*;
 
+mod common;
+use common::hostile;
+
 const TYPES: [ElementType; 4] = [ElementType::I64, ElementType::U64, ElementType::F32, ElementType::F64];
 
 /// A sum in the reference: integers wrap, floats add in `f64` or `f32` as
@@ -221,50 +224,6 @@ proptest! {
             let _ = sum_axes(&h, &axes, 1 << 12, true);
         }
     }
-}
-
-/// `built`'s container with one change (`what`): a `pos` or `crd` word, a
-/// value byte, or the mode order.
-fn hostile(
-    built: &Built,
-    level: prop::sample::Index,
-    word: prop::sample::Index,
-    flip: u64,
-    what: u8,
-) -> Vec<u8> {
-    let view = built.tensor.view();
-    let levels: Vec<(Vec<u64>, Vec<u64>)> =
-        view.levels().iter().map(|l| (l.pos.iter().collect(), l.crd.iter().collect())).collect();
-    let mut tree = Tree::new(
-        view.element_type(),
-        view.shape(),
-        view.mode_order(),
-        view.nnz(),
-        levels,
-        view.values().as_bytes().to_vec(),
-    );
-    let l = level.index(tree.rank());
-    match what {
-        0 | 1 => {
-            let array = if what == 0 { tree.pos(l) } else { tree.crd(l) };
-            if !array.is_empty() {
-                let at = word.index(array.len());
-                array[at] = match flip % 3 {
-                    0 => array[at] ^ (1 << ((flip >> 8) % 64)),
-                    1 => array[at].wrapping_add((flip >> 8) % 5).wrapping_sub(2),
-                    _ => flip,
-                };
-            }
-        }
-        2 => {
-            if !tree.values.is_empty() {
-                let at = word.index(tree.values.len());
-                tree.values[at] ^= 1 << (flip % 8);
-            }
-        }
-        _ => tree.mode_order[l] = (flip % (tree.rank() as u64 + 1)) as u32,
-    }
-    tree.encode()
 }
 
 fn f64_tensor(shape: &[u64], indices: &[u64], values: &[f64], order: Vec<u32>) -> Built {

@@ -23,20 +23,12 @@ import argparse
 import os
 import platform
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
+from bench_build import best  # the same best-of-rounds timer
 
 import hurray_csf as hc
-
-
-def best(f: Callable[[], Any], repeat: int) -> Tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = f()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def dense_array(extent: int, density: float, seed: int) -> np.ndarray:

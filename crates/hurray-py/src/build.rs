@@ -46,6 +46,13 @@ pub(crate) fn mode_order(spec: &Bound<'_, PyAny>) -> PyResult<ModeOrderPolicy> {
     Ok(ModeOrderPolicy::Explicit(dims))
 }
 
+/// A quantization scheme in `hurray convert --quantize`'s syntax (`csf_build::Quantize`).
+pub(crate) fn quantize_scheme(scheme: Option<&str>) -> PyResult<Option<Quantize>> {
+    scheme
+        .map(|q| q.parse().map_err(|e: csf_build::ParseQuantizeError| PyValueError::new_err(e.to_string())))
+        .transpose()
+}
+
 pub(crate) fn duplicates(name: &str) -> PyResult<Duplicates> {
     Ok(match name {
         "error" => Duplicates::Error,
@@ -195,9 +202,7 @@ pub(crate) fn build<'py>(
     }
     let element_type = self::element_type(element_type)?;
     let values = bytes(&values)?;
-    let quantize: Option<Quantize> = quantize
-        .map(|q| q.parse().map_err(|e: csf_build::ParseQuantizeError| PyValueError::new_err(e.to_string())))
-        .transpose()?;
+    let quantize = quantize_scheme(quantize)?;
     let options = Options {
         mode_order: self::mode_order(mode_order)?,
         duplicates: self::duplicates(duplicates)?,

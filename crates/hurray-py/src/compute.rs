@@ -6,7 +6,7 @@
 //! permissively (`read::view`: the crate functions are total on what that
 //! lets through).
 
-use csf_build::{BuildError, Dense, DenseOptions, Quantize, Reduced};
+use csf_build::{BuildError, Dense, DenseOptions, Reduced};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -63,9 +63,7 @@ pub(crate) fn from_dense<'py>(
 ) -> PyResult<build::Built<'py>> {
     let element_type = build::element_type(element_type)?;
     let values = bytes(&values)?;
-    let quantize: Option<Quantize> = quantize
-        .map(|q| q.parse().map_err(|e: csf_build::ParseQuantizeError| PyValueError::new_err(e.to_string())))
-        .transpose()?;
+    let quantize = build::quantize_scheme(quantize)?;
     let options = DenseOptions {
         mode_order: build::mode_order(mode_order)?,
         drop_nan,
