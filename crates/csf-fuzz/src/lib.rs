@@ -16,6 +16,7 @@
 
 mod build;
 mod check;
+mod compute;
 mod descriptor;
 mod spec;
 
@@ -33,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("build_roundtrip", build_roundtrip),
     ("descriptor_roundtrip", descriptor_roundtrip),
     ("concat_parts", concat_parts),
+    ("compute_access", compute_access),
 ];
 
 /// Bytes into the container decoder.
@@ -151,4 +153,35 @@ pub fn concat_parts(data: &[u8]) {
     }
     let Ok(joined) = joiner.finish() else { return };
     check::joined(&joined, &accepted);
+}
+
+/// A container and the arguments of csf-build's computations on it: the
+/// input is a `u32` little-endian length, that many bytes of a container,
+/// then `arbitrary::Unstructured` bytes. The container is read with
+/// `csf_validate::read_permissive` (possibly hostile: only the structural
+/// rules hold); the rest draws up to four selections (one `Axis` per
+/// dimension: indices, slices and take arrays in and out of range, steps of
+/// every size and sign) for `csf_build::select`, up to three axis sets for
+/// `csf_build::sum_axes` (dense cap 4096, usually), and `csf_build::equal`
+/// compares the tensor with itself.
+///
+/// Oracle: nothing panics; a selection fails exactly when an axis does not
+/// fit (naming the first one), and on a strictly valid tensor for nothing
+/// else but its size; a selected tensor validates strictly and has the
+/// selection's shape, restricted mode order and element type; selected
+/// entries lie inside their shape, strictly row-major; `sum_axes` refuses
+/// exactly bad axes, and its tensors validate strictly and its dense
+/// arrays hold the kept shape's elements, within the cap; `equal(t, t)` is
+/// never `Ok(false)`, and `Ok(true)` on a strictly valid tensor. On a
+/// strictly valid tensor of at most 256 entries, selections and sums equal
+/// brute-force references computed from its iteration, values bit for bit
+/// (sums: NaN as one value), and `t[:, :, ...]` equals `t`.
+pub fn compute_access(data: &[u8]) {
+    let Some((len, tail)) = data.split_first_chunk::<4>() else { return };
+    let len = u32::from_le_bytes(*len) as usize;
+    let Some(bytes) = tail.get(..len) else { return };
+    let Ok(view) = csf_validate::read_permissive(bytes) else { return };
+    let strict = csf_validate::read(bytes).is_ok();
+    let mut u = Unstructured::new(&tail[len..]);
+    compute::run(&view, strict, &mut u);
 }

@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 # a coin toss); HYPOTHESIS_PROFILE=explore searches afresh on each run.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("explore", deadline=None, print_blob=True)
+# HYPOTHESIS_PROFILE=thorough: afresh, and twenty times the examples.
+settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 import hurray_csf as hc

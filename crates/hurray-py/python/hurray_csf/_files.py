@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import errno
 import mmap
 import os
-import secrets
-from typing import Any, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._atomic import PathLike, path_argument, write_atomically
 from ._common import freeze, integer, renamed, validation_mode
 from ._errors import Violation, Warning_
 from ._tensor import CsfTensor
-
-PathLike = Union[str, "os.PathLike[str]"]
-
 
 class Report(NamedTuple):
     """The result of ``validate``: every violation (up to ``max_errors``) and warning."""
@@ -54,13 +50,6 @@ def from_bytes(buffer: Any, *, validate: str = "strict") -> CsfTensor:
     return CsfTensor(raw, _strict=strict)
 
 
-def _path(path: Any, what: str) -> str:
-    try:
-        return os.fspath(path)  # type: ignore[no-any-return]
-    except TypeError:
-        raise TypeError(f"{what} must be a path (str or os.PathLike), not {type(path).__name__}") from None
-
-
 def load(path: PathLike, *, validate: str = "strict", mmap: bool = True) -> CsfTensor:
     """The tensor in the file at ``path``, validated as ``from_bytes`` does.
 
@@ -76,7 +65,7 @@ def load(path: PathLike, *, validate: str = "strict", mmap: bool = True) -> CsfT
     readers). ``mmap=False`` reads the file into memory instead, immune to
     both. ``t.close()`` or ``with hc.load(path) as t:`` unmaps the file."""
     strict = validation_mode(validate)
-    target = _path(path, "path")
+    target = path_argument(path, "path")
     with open(target, "rb") as f:
         if not mmap:
             data: Any = f.read()
@@ -108,42 +97,7 @@ def save(tensor: CsfTensor, path: PathLike) -> None:
     or read-only folder) names ``path``."""
     if not isinstance(tensor, CsfTensor):
         raise TypeError(f"tensor must be a CsfTensor, not {type(tensor).__name__}")
-    target = _path(path, "path")
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, "cannot save a tensor over a folder", target)
-    folder = os.path.dirname(os.path.abspath(target))
-    data = tensor._bytes()
-    try:
-        fd, tmp = _temporary(folder, os.path.basename(target))
-    except OSError as e:
-        # Name the file asked for, not the temporary one beside it.
-        raise type(e)(e.errno, f"cannot write beside it: {e.strerror}", target) from e
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _temporary(folder: str, name: str) -> Tuple[int, str]:
-    """A new file in ``folder``, made as ``open(path, "wb")`` makes one: mode
-    0o666 less the umask (``tempfile.mkstemp``'s 0o600 would make every saved
-    file readable by its owner only)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
+    write_atomically(tensor._bytes(), path)
 
 
 def validate(

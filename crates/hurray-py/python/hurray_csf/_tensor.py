@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _export, _key, _native
+from ._atomic import write_atomically
 from ._common import (
     NUMPY_ELEMENT_TYPES,
     ModeOrder,
@@ -442,9 +443,7 @@ class CsfTensor:
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the tensor to ``path`` atomically; see ``hurray_csf.save``."""
-        from ._files import save
-
-        save(self, path)
+        write_atomically(self._bytes(), path)
 
     # -- interop (each package imported only when asked for) ----------------
 
