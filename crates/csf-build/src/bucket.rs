@@ -21,10 +21,18 @@
 //! over 500 x 5000 x 50000 x 500000). Buckets too big for the cache, or whose
 //! bits do not fit a word beside the index, take an MSD pass first, into the
 //! scratch, and their parts are sorted from there back into place.
+//!
+//! It also holds what the scatter shares with the bucket sorts: the top
+//! digit's width ([`TOP_BITS`]) and the move of one value slot
+//! ([`copy_slot`]). `sort.rs` uses this module; this module uses no part of it.
 
 use crate::key::{bit_length_below, Key};
-use crate::sort::{copy_slot, TOP_BITS};
 
+/// Bits of the top (MSD) digit: 512 buckets keep the scatter's write
+/// streams (two per bucket with a payload) within the TLB's reach, and a
+/// bucket of a 10M-key sort (160 KiB of keys) within L2 (docs/benchmarks.md,
+/// "Figures behind constants", compares 1024 and 2048).
+pub(crate) const TOP_BITS: u32 = 9;
 /// The widest digit of a second MSD pass (see [`digit_bits`]).
 const DIGIT_BITS: u32 = 11;
 /// The keys per part that an MSD pass aims at on average, at the least:
@@ -404,6 +412,16 @@ fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mu
     }
     if in_other {
         keys.copy_from_slice(other);
+    }
+}
+
+/// `dst.copy_from_slice(src)`, as a single move for a constant width `W > 0`.
+#[inline(always)]
+pub(crate) fn copy_slot<const W: usize>(dst: &mut [u8], src: &[u8]) {
+    if W == 0 {
+        dst.copy_from_slice(src);
+    } else if let (Ok(d), Ok(s)) = (<&mut [u8; W]>::try_from(dst), <&[u8; W]>::try_from(src)) {
+        *d = *s;
     }
 }
 

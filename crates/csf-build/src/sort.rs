@@ -32,14 +32,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::bucket::{sort_slice, sort_with, Scratch, SMALL};
+use crate::bucket::{copy_slot, sort_slice, sort_with, Scratch, SMALL, TOP_BITS};
 use crate::key::Key;
 
-/// Bits of the top (MSD) digit: 512 buckets keep the scatter's write
-/// streams (two per bucket with a payload) within the TLB's reach, and a
-/// bucket of a 10M-key sort (160 KiB of keys) within L2 (docs/benchmarks.md,
-/// "Figures behind constants", compares 1024 and 2048).
-pub(crate) const TOP_BITS: u32 = 9;
 /// The bucket size the top digit aims at when there are too few keys to fill
 /// `2^TOP_BITS` buckets of it.
 const BUCKET_KEYS: usize = 2048;
@@ -352,16 +347,6 @@ fn scatter_with<K: Key, S: KeySource<K>, const W: usize, const P: bool>(
         let (from, to) = (entry * width, i * width);
         copy_slot::<W>(&mut slots[d][to..to + width], &data[from..from + width]);
     })
-}
-
-/// `dst.copy_from_slice(src)`, as a single move for a constant width `W > 0`.
-#[inline(always)]
-pub(crate) fn copy_slot<const W: usize>(dst: &mut [u8], src: &[u8]) {
-    if W == 0 {
-        dst.copy_from_slice(src);
-    } else if let (Ok(d), Ok(s)) = (<&mut [u8; W]>::try_from(dst), <&[u8; W]>::try_from(src)) {
-        *d = *s;
-    }
 }
 
 #[cfg(test)]

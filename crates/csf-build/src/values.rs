@@ -6,7 +6,7 @@ use hurray_format::{ElementType, Packing};
 
 use std::ops::Add;
 
-use crate::sort::copy_slot;
+use crate::bucket::copy_slot;
 use crate::{BuildError, Duplicates};
 
 /// The input values with one slot of `width` bytes per entry (4-bit types

@@ -9,7 +9,6 @@ mod cli;
 mod convert;
 mod dump;
 mod error;
-mod external;
 mod files;
 mod format;
 mod get;

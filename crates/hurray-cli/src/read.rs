@@ -1,5 +1,6 @@
 //! Reading a Hurray file for `inspect`, `get` and `dump`: decode the
-//! container, then validate strictly (the default) or permissively.
+//! container, then validate strictly (the default) or permissively. Also the
+//! words of decode errors and violation offsets that `validate` shares.
 
 use std::path::Path;
 
@@ -38,11 +39,16 @@ pub fn decode_message(e: &DecodeError) -> String {
     }
 }
 
+/// `byte N: ` before a message about byte `N`.
+pub fn at(offset: Option<u64>) -> String {
+    offset.map_or_else(String::new, |offset| format!("byte {offset}: "))
+}
+
 /// Decodes and validates `bytes` (the contents of `path`), giving the view.
 pub fn view<'a>(path: &Path, bytes: &'a [u8], permissive: bool) -> Result<CsfView<'a>> {
     let container = container(path, bytes)?;
     // A violation about an element of a buffer says which byte of the file.
-    let at = |v: &Violation| crate::validate::at(v.offset(&container));
+    let at = |v: &Violation| self::at(v.offset(&container));
     if permissive {
         csf_validate::validate_permissive(&container)
             .map_err(|v| Error::data(path, format!("cannot be read even permissively: {}{v}", at(&v))))

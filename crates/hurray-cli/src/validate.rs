@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::cli::ValidateArgs;
 use crate::error::{Error, Result, EXIT_DATA, EXIT_OK, STDOUT};
 use crate::files;
-use crate::read;
+use crate::read::{self, at};
 
 /// The rule id given to a file whose container framing does not decode.
 pub const DECODE_RULE: &str = "decode";
@@ -54,11 +54,6 @@ impl Outcome {
     fn is_valid(&self) -> bool {
         matches!(self, Outcome::Checked(checked) if checked.report.is_valid())
     }
-}
-
-/// `byte N: ` before a message about byte `N`.
-pub fn at(offset: Option<u64>) -> String {
-    offset.map_or_else(String::new, |offset| format!("byte {offset}: "))
 }
 
 fn mode_name(args: &ValidateArgs) -> &'static str {

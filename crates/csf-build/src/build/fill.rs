@@ -8,7 +8,7 @@ use hurray_format::limits::MAX_RANK;
 use rayon::prelude::*;
 
 use crate::key::{Key, Layout};
-use crate::sort::copy_slot;
+use crate::bucket::copy_slot;
 use crate::values::merge_duplicate;
 use crate::{BuildError, Duplicates};
 

@@ -23,7 +23,7 @@ use hurray_format::limits::MAX_RANK;
 use hurray_format::{ElementType, Packing};
 
 use super::{node_bounds, Arrays, Levels, Tree, ONE_PASS_PROBE};
-use crate::sort::copy_slot;
+use crate::bucket::copy_slot;
 use crate::values::{is_zero, merge_duplicate};
 use crate::{Duplicates, Options};
 

@@ -29,7 +29,7 @@ use std::cmp::Ordering;
 
 use hurray_format::limits::MAX_RANK;
 
-use crate::sort::copy_slot;
+use crate::bucket::copy_slot;
 use crate::values::{merge_duplicate, Slots};
 use crate::{BuildError, Duplicates, Indices, Options, Source};
 

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use hurray_format::limits::MAX_RANK;
 
 use super::{Arrays, Output, Tree, Tuples, Walk, MAX_STRAYS};
-use crate::sort::copy_slot;
+use crate::bucket::copy_slot;
 use crate::values::merge_duplicate;
 use crate::{BuildError, Duplicates};
 

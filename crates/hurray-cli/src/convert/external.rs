@@ -11,9 +11,10 @@ use std::time::Instant;
 use csf_build::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport, Indices};
 use hurray_format::ElementType;
 
+use super::common::{self, Clock, Context, Phase};
+use super::memory;
 use crate::cleanup;
 use crate::cli::ConvertArgs;
-use crate::convert::{self, Clock, Context, Phase};
 use crate::error::{Error, Result};
 use crate::files::{self, Output};
 use crate::format;
@@ -150,14 +151,14 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let (mut blocks, gzip) = Blocks::open(path, block_len(budget))?;
     let clock = Clock::start();
     let Some(first) = blocks.next()? else {
-        return convert::run_in_memory(args, cx);
+        return memory::run(args, cx);
     };
     let shape = args.shape.as_ref().map(|s| s.0.clone());
     let rank = rank_of_first_block(path, shape.as_deref(), &first)?;
-    convert::check_mode_order_rank(args, rank)?;
+    common::check_mode_order_rank(args, rank)?;
     let expected_entries = if gzip { None } else { expected_entries(&first, input_len) };
     let limits = ExternalOptions { memory: budget, temp_dir: temp_dir(args), expected_entries };
-    let mut builder = ExternalBuilder::new(rank, shape.clone(), V::TYPE, convert::options(args), limits)
+    let mut builder = ExternalBuilder::new(rank, shape.clone(), V::TYPE, common::options(args), limits)
         .map_err(|e| external_error(path, e))?;
     let _spill_guard = cleanup::register(builder.spill_dir());
 
@@ -202,7 +203,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
 fn rank_of_first_block(path: &Path, shape: Option<&[u64]>, first: &[u8]) -> Result<usize> {
     match (shape, tns::first_data_line(first)) {
         (Some(shape), _) => Ok(shape.len()),
-        (None, Some(line)) => convert::check_rank(path, line),
+        (None, Some(line)) => common::check_rank(path, line),
         (None, None) => Err(Error::data(path, "no non-zeros in the first block of the file: give --shape")),
     }
 }
@@ -231,7 +232,7 @@ fn finish(mut builder: ExternalBuilder, args: &ConvertArgs, show: bool) -> Resul
     let shared = std::sync::Arc::clone(&bar);
     builder.on_build_progress(move |done, total| shared.set(done, total));
     let mut out = Output::create(Some(&args.output))?;
-    let report = builder.finish(&mut out, convert::statistics_section(args));
+    let report = builder.finish(&mut out, common::statistics_section(args));
     if let Ok(bar) = std::sync::Arc::try_unwrap(bar) {
         bar.finish();
     }
@@ -248,7 +249,7 @@ fn finish(mut builder: ExternalBuilder, args: &ConvertArgs, show: bool) -> Resul
 /// numbers, I/O errors name their file.
 fn external_error(path: &Path, error: ExternalError) -> Error {
     match error {
-        ExternalError::Build(e) => convert::build_error(path, e),
+        ExternalError::Build(e) => common::build_error(path, e),
         ExternalError::Io { path: file, source, .. } => Error::io(&file, source),
         other => Error::data(path, other),
     }
@@ -288,7 +289,7 @@ fn print_timings(
         format::bytes(report.bytes_written)
     );
     eprintln!("  total  {:8.3} s", started.elapsed().as_secs_f64());
-    if let Some(peak) = convert::peak_rss() {
+    if let Some(peak) = common::peak_rss() {
         eprintln!("  peak RSS {}", format::bytes(peak));
     }
 }
