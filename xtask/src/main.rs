@@ -8,14 +8,14 @@
 //! machine, so it should build in a second or two, and a dependency update must
 //! never be able to break the tool that checks dependency updates.
 
+mod bench;
+mod demo;
 mod embedded;
 mod features;
 mod miri;
 mod msrv;
 
 use std::env;
-use std::ffi::OsStr;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -101,13 +101,19 @@ const TASKS: &[Task] = &[
     Task {
         name: "demo",
         usage: "",
-        about: "the main job end to end: convert examples/spec_example.tns, inspect, validate, look up, dump",
-        run: |args| {
-            no_args("demo", args)?;
-            demo()
-        },
+        about: "the main job end to end, with the release `hurray`: convert a real tensor (examples/data, SPLATT's \
+                med.tns) and a generated 2M-non-zero one with --mode-order auto, inspect, validate, look up, dump a \
+                slice, compare sizes with the .tns text and COO",
+        run: |args| no_args("demo", args).and_then(|()| demo::demo()),
     },
-    Task { name: "bench", usage: "[ARGS...]", about: "cargo bench --workspace ARGS...", run: bench },
+    Task {
+        name: "bench",
+        usage: "SECTION... [--nnz N] | criterion [ARGS]",
+        about: "measure the reference tables of docs/benchmarks.md on this host and print them as Markdown \
+                (parse, build, auto, external, lookup, iterate, validate, python, or all; `cargo xtask bench \
+                help` lists the options); `criterion ARGS` runs cargo bench --workspace ARGS",
+        run: bench,
+    },
     Task {
         name: "python",
         usage: "",
@@ -570,61 +576,11 @@ fn copy_seeds() -> Result {
     Ok(())
 }
 
-/// Passes every argument through, so criterion's own options work:
-/// `cargo xtask bench -- --save-baseline main`.
-/// Builds `hurray` and runs every command on the bundled spec example (the
-/// CSF spec's worked example as a FROSTT `.tns`), into `target/demo/`.
-fn demo() -> Result {
-    cargo(&["build", "--quiet", "--package", "hurray-cli", "--bin", "hurray"])?;
-    // Paths relative to the workspace root, where the commands run, so that
-    // the printed commands read as a user would type them.
-    let dir = Path::new("target/demo");
-    fs::create_dir_all(Path::new(ROOT).join(dir))
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let hurray = Path::new(ROOT).join("target/debug/hurray");
-    let file = dir.join("spec.hurray");
-    let quantized = dir.join("spec-nf4.hurray");
-    let input = Path::new("examples/spec_example.tns");
-    let steps: [&[&OsStr]; 7] = [
-        &[
-            OsStr::new("convert"),
-            input.as_os_str(),
-            OsStr::new("-o"),
-            file.as_os_str(),
-            OsStr::new("--dtype"),
-            OsStr::new("f32"),
-        ],
-        &[OsStr::new("inspect"), file.as_os_str()],
-        &[OsStr::new("validate"), file.as_os_str()],
-        // Three stored values, then an implicit zero.
-        &[
-            OsStr::new("get"),
-            file.as_os_str(),
-            OsStr::new("1,1,2"),
-            OsStr::new("0,2,3"),
-            OsStr::new("1,1,0"),
-            OsStr::new("0,1,1"),
-        ],
-        &[OsStr::new("dump"), file.as_os_str(), OsStr::new("--format"), OsStr::new("json")],
-        &[
-            OsStr::new("convert"),
-            input.as_os_str(),
-            OsStr::new("-o"),
-            quantized.as_os_str(),
-            OsStr::new("--quantize"),
-            OsStr::new("nf4:block=2"),
-        ],
-        &[OsStr::new("get"), quantized.as_os_str(), OsStr::new("1,1,2"), OsStr::new("0,0,1")],
-    ];
-    for args in steps {
-        run(Command::new(&hurray).current_dir(ROOT).args(args))?;
-    }
-    eprintln!("demo: files in {}", dir.display());
-    Ok(())
-}
-
+/// The reference tables of docs/benchmarks.md (bench.rs); `criterion ARGS`
+/// (or `-- ARGS`) passes every argument through to `cargo bench --workspace`,
+/// so criterion's own options work: `cargo xtask bench -- --save-baseline main`.
 fn bench(args: &[String]) -> Result {
-    run(cargo_cmd().args(["bench", "--workspace"]).args(args))
+    bench::bench(args)
 }
 
 /// Rewrites `crates/csf-validate/tests/corpus/` (the `.hurray` files and
@@ -747,6 +703,8 @@ fn quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

@@ -30,7 +30,7 @@ use crate::key::{bit_length_below, Key};
 
 /// Bits of the top (MSD) digit: 512 buckets keep the scatter's write
 /// streams (two per bucket with a payload) within the TLB's reach, and a
-/// bucket of a 10M-key sort (160 KiB of keys) within L2 (docs/benchmarks.md,
+/// bucket of a 10M-key sort (160 KiB of keys) within L2 (docs/benchmarks-history.md,
 /// "Figures behind constants", compares 1024 and 2048).
 pub(crate) const TOP_BITS: u32 = 9;
 /// The widest digit of a second MSD pass (see [`digit_bits`]).
@@ -344,8 +344,8 @@ fn msd_pass<K: Key, const W: usize>(
 /// they outnumber the top-digit scatter's ([`TOP_BITS`]); each part bigger
 /// than [`CACHE_KEYS`] costs another pass. So: the fewest bits that leave no
 /// part too big, but no more than `TOP_BITS` of them; and at least enough
-/// for parts of [`MSD_PART_KEYS`] on average (docs/benchmarks.md, "Wide keys,
-/// round 2").
+/// for parts of [`MSD_PART_KEYS`] on average (docs/benchmarks-history.md,
+/// "Wide keys: the MSD digit, values in place, keys packed by constant level counts").
 fn digit_bits(counts: &[usize], n: usize) -> u32 {
     let widest = counts.len().trailing_zeros();
     let fits = (1..widest)

@@ -376,7 +376,7 @@ impl Step {
 /// bitmap counts; the sets it would hash wait for the next rounds, where the
 /// bitmap counts and an exact cost of `focus` (hashed first) often rule them
 /// out. On the rank-4 power law that leaves two of four hashed sets
-/// (docs/benchmarks.md, "Auto: bitmaps before hashing").
+/// (docs/benchmarks-history.md, "Auto", "Bitmaps before hashing").
 fn next_step(counter: &Counter<'_>, needed: &[Dims], focus: &[u32], bitmaps_first: bool) -> Step {
     let Some(smallest) = needed.iter().map(|s| s.count_ones()).min() else { return Step::Done };
     let passes = passes(counter, needed, focus);

@@ -59,7 +59,7 @@ pub enum LookupError {
 /// with 32 chains interleaved, many misses are in flight at once. Smaller
 /// groups overlapped too few misses, a larger one gained little for much
 /// more stack (a group's state is about 2.3 KiB at 32): the measurements are
-/// in `docs/benchmarks.md`, "csf-core: lookup and iteration".
+/// in `docs/benchmarks.md`, "Lookup".
 const GROUP: usize = 32;
 
 impl<const MAX: usize> CsfView<'_, MAX> {
@@ -298,7 +298,7 @@ const BOUND_ABOVE: usize = 16;
 /// most `q`, and [`Window::finish`] checks that it holds `q`.
 ///
 /// Interpolation probes (guessing the position from `first`, `last` and
-/// `q`) were tried and dropped (`docs/benchmarks.md`, "Tried and dropped"):
+/// `q`) were tried and dropped (`docs/benchmarks-history.md`, "Lookup"):
 /// a small gain on uniform coordinates, a loss on skewed ones (a linear
 /// guess misses, while the first bisection probes of popular slices stay
 /// cached), and a loss on batched lookups, where the extra work per round

@@ -7,8 +7,8 @@ use std::ops::Range;
 use hurray_format::limits::MAX_RANK;
 use rayon::prelude::*;
 
-use crate::key::{Key, Layout};
 use crate::bucket::copy_slot;
+use crate::key::{Key, Layout};
 use crate::values::merge_duplicate;
 use crate::{BuildError, Duplicates};
 

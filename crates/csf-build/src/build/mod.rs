@@ -421,7 +421,7 @@ fn build_levels(
 ///
 /// Only `Auto` knows the input's order for free (its first scan). A scan of
 /// its own cost more than the shorter bucket sorts saved on 10M entries,
-/// and left 3% on 100k (docs/benchmarks.md, "Auto on input in identity order").
+/// and left 3% on 100k (docs/benchmarks-history.md, "Auto on input in identity order").
 fn identity_suffix(mode_order: &[u32], layout: &Layout) -> Option<u32> {
     let rank = mode_order.len();
     let run = (1..rank).rev().find(|&l| mode_order[l - 1] > mode_order[l])?;

@@ -21,8 +21,8 @@ use crate::values::Slots;
 use crate::{BuildError, Indices, Options, Source};
 
 /// The most entries of a small input: up to this the sort of packed keys
-/// costs less than the radix sort's fixed costs (docs/benchmarks.md, "Small
-/// inputs against the naive builder").
+/// costs less than the radix sort's fixed costs (docs/benchmarks-history.md,
+/// "Small inputs against the naive builder").
 pub(super) const SMALL_INPUT: usize = 64;
 
 /// The bits of an entry's input position in its key.

@@ -49,7 +49,7 @@ const BITMAP_BITS: u32 = 23;
 /// of `2^PART_BITS` cells (128 KiB of bitmap), each counted by one bitmap
 /// that stays in cache with the part: a bit set in a bitmap beyond L2 costs
 /// more than the split and a bit set in cache together, and a probe of a
-/// hash table more still (docs/benchmarks.md, "Figures behind constants").
+/// hash table more still (docs/benchmarks-history.md, "Figures behind constants").
 const PART_BITS: u32 = 20;
 /// The most bits a bucket's cells are split by: 256 parts, whose write
 /// streams stay within the TLB's reach.

@@ -227,7 +227,7 @@ impl<const MAX: usize> Fibers<'_, MAX> {
     /// at each fiber boundary, without a branch: the same entries in the same
     /// order, without the nested loops' mispredicted exit per fiber (leaf
     /// fibers hold 2.7 entries on average in the uniform benchmark tensor, so
-    /// that exit dominated; `docs/benchmarks.md` has the figures).
+    /// that exit dominated; `docs/benchmarks-history.md`, "Iteration", has the figures).
     #[inline(always)]
     fn flat(&mut self, start: usize, count: usize, f: &mut impl FnMut(&[u64], usize)) -> bool {
         let (Some(pos), Some(leaves), Some(mids)) = (

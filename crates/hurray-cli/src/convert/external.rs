@@ -28,7 +28,7 @@ fn block_len(budget: u64) -> usize {
 }
 
 /// In-memory convert needs about this many bytes per byte of plain `.tns`
-/// text (the text, the parsed entries and the built tensor; docs/benchmarks.md,
+/// text (the text, the parsed entries and the built tensor; docs/benchmarks-history.md,
 /// "Figures behind constants"), and gzip text is about four times its
 /// compressed size.
 const IN_MEMORY_BYTES_PER_TEXT_BYTE: u64 = 3;
