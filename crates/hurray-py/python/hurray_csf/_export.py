@@ -63,22 +63,21 @@ def to_pyarrow(t: "CsfTensor") -> Any:
     return pa.SparseCSFTensor.from_numpy(data.reshape(-1, 1), indptr, indices, shape=t.shape, axis_order=list(t.mode_order))
 
 
-def sparse_coo(coords: npt.NDArray[np.uint64], values: npt.NDArray[Any], shape: Tuple[int, ...]) -> "sparse.COO":
-    """A pydata ``sparse.COO`` of ``(m, rank)`` coordinates sorted in row-major
-    order and without duplicates (what a selection or ``to_coo`` of the
-    identity order gives)."""
+def sparse_coo(
+    coords: npt.NDArray[np.uint64], values: npt.NDArray[Any], shape: Tuple[int, ...], *, sorted: bool = True
+) -> "sparse.COO":
+    """A pydata ``sparse.COO`` of ``(m, rank)`` coordinates without
+    duplicates, in row-major order when ``sorted`` (what a selection, or
+    ``to_coo`` of the identity order, gives)."""
     sparse = require("sparse", "sparse")
     index = _int64_coords(coords, shape, "pydata sparse")
-    return sparse.COO(index.T, values, shape=shape, has_duplicates=False, sorted=True)
+    return sparse.COO(index.T, values, shape=shape, has_duplicates=False, sorted=sorted)
 
 
 def to_sparse(t: "CsfTensor") -> "sparse.COO":
     """pydata ``sparse.COO`` (its coordinates are ``(rank, nnz)``)."""
-    sparse = require("sparse", "sparse")
     coords, values = t.to_coo()
-    index = _int64_coords(coords, t.shape, "pydata sparse")
-    identity = t.mode_order == tuple(range(t.rank))
-    return sparse.COO(index.T, values, shape=t.shape, has_duplicates=False, sorted=identity)
+    return sparse_coo(coords, values, t.shape, sorted=t.mode_order == tuple(range(t.rank)))
 
 
 def to_torch(t: "CsfTensor") -> "torch.Tensor":
