@@ -1,0 +1,349 @@
+//! MTTKRP: the matricized tensor times the Khatri-Rao product of the other
+//! factors, `M(i_n, :) = sum over the non-zeros x(i_1..i_N) of
+//! x * (hadamard of U_m(i_m, :) for m != n)`.
+//!
+//! # The algorithm (SPLATT's CSF kernels, one tree, any level)
+//!
+//! Let `d` be the level of the tree that stores mode `n`. A walk over the
+//! tree carries two kinds of length-`R` rows:
+//!
+//! - *above* `d`, the product of the factor rows on the path from the root
+//!   (`prefix`), one Hadamard product per node;
+//! - *below* `d`, the sum over a node's sub-tree of `value * product of the
+//!   factor rows from the node down` (`gather`): one `axpy` per leaf, one
+//!   Hadamard multiply-add per internal node.
+//!
+//! At each node of level `d` the output row of its coordinate gains
+//! `prefix .* gather(children)`. So every non-zero costs `R` multiply-adds
+//! at the leaf, and each internal node's work is shared by its whole
+//! sub-tree: the root case (`d = 0`) touches `R` elements per leaf and per
+//! fibre, the leaf case (`d = N - 1`) one scattered `axpy` per leaf.
+//!
+//! # Threads
+//!
+//! The root nodes are cut into one contiguous part per thread, with about
+//! as many leaves each. Parts of the root case write disjoint output rows on
+//! valid data (a root coordinate appears once) but the kernels stay safe
+//! without that promise: each part adds into a private buffer over the span
+//! of rows its roots name. For `d > 0` several parts may write the same row;
+//! each part but the first accumulates into a private copy of the output
+//! (`(threads - 1) x I_n x R` elements), and the copies are added in part
+//! order. The sums are therefore the same for a given thread count, run
+//! after run; different thread counts add in different orders.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::matrix::{MatRef, Matrix};
+use crate::scalar::{axpy, hadamard, hadamard_add, row_of, row_of_mut, Scalar};
+use crate::tensor::{children, Tensor, Tree};
+use crate::KernelError;
+
+/// One level of a walk: its arrays and the factor matrix of its mode.
+#[derive(Clone, Copy)]
+pub(crate) struct Level<'t, T> {
+    pub(crate) pos: &'t [u64],
+    pub(crate) crd: &'t [u64],
+    pub(crate) factor: &'t [T],
+}
+
+/// A walk's levels (level 0 first), the leaf values and the rank `R`.
+#[derive(Clone, Copy)]
+pub(crate) struct Walk<'t, T> {
+    pub(crate) levels: &'t [Level<'t, T>],
+    pub(crate) values: &'t [T],
+    pub(crate) r: usize,
+}
+
+impl<T: Scalar> Walk<'_, T> {
+    /// `acc += sum over nodes a..b of levels[0] of row(crd) .* gather(children)`
+    /// (the leaf level: `value * row(crd)`). `scratch` holds `R` elements per
+    /// level below.
+    pub(crate) fn gather(&self, levels: &[Level<'_, T>], a: usize, b: usize, acc: &mut [T], scratch: &mut [T]) {
+        let r = self.r;
+        let Some((level, below)) = levels.split_first() else { return };
+        let crd = level.crd.get(a..b).unwrap_or(&[]);
+        match below.first() {
+            None => {
+                let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
+                for (&c, &v) in crd.iter().zip(values) {
+                    if let Some(row) = row_of(level.factor, c, r) {
+                        axpy(acc, v, row);
+                    }
+                }
+            }
+            Some(next) => {
+                let (tmp, rest) = scratch.split_at_mut(r.min(scratch.len()));
+                for (j, &c) in (a..b).zip(crd) {
+                    let (ca, cb) = children(next.pos, next.crd.len(), j);
+                    tmp.fill(T::ZERO);
+                    self.gather(below, ca, cb, tmp, rest);
+                    if let Some(row) = row_of(level.factor, c, r) {
+                        hadamard_add(acc, tmp, row);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Walks nodes `a..b` of `levels[0]` down to the output level, `depth`
+    /// levels further, carrying `prefix` (the product of the factor rows
+    /// above; `None` at the root), and adds into `out`'s rows.
+    fn descend(
+        &self,
+        levels: &[Level<'_, T>],
+        depth: usize,
+        (a, b): (usize, usize),
+        prefix: Option<&[T]>,
+        out: &mut Output<'_, T>,
+        scratch: &mut [T],
+    ) {
+        let r = self.r;
+        let Some((level, below)) = levels.split_first() else { return };
+        let crd = level.crd.get(a..b).unwrap_or(&[]);
+        let (tmp, rest) = scratch.split_at_mut(r.min(scratch.len()));
+        if depth == 0 {
+            match below.first() {
+                None => {
+                    let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
+                    let prefix = prefix.unwrap_or(&[]);
+                    for (&c, &v) in crd.iter().zip(values) {
+                        if let Some(dst) = out.row(c) {
+                            axpy(dst, v, prefix);
+                        }
+                    }
+                }
+                Some(next) => {
+                    for (j, &c) in (a..b).zip(crd) {
+                        let (ca, cb) = children(next.pos, next.crd.len(), j);
+                        tmp.fill(T::ZERO);
+                        self.gather(below, ca, cb, tmp, rest);
+                        if let Some(dst) = out.row(c) {
+                            match prefix {
+                                Some(p) => hadamard_add(dst, tmp, p),
+                                None => crate::scalar::add(dst, tmp),
+                            }
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        let Some(next) = below.first() else { return };
+        for (j, &c) in (a..b).zip(crd) {
+            let Some(row) = row_of(level.factor, c, r) else { continue };
+            match prefix {
+                Some(p) => hadamard(tmp, p, row),
+                None => tmp.copy_from_slice(row),
+            }
+            let range = children(next.pos, next.crd.len(), j);
+            self.descend(below, depth - 1, range, Some(tmp), out, rest);
+        }
+    }
+}
+
+/// Where a part's output rows go: the whole output, or a private span of
+/// rows `first..first + len`.
+struct Output<'o, T> {
+    data: &'o mut [T],
+    first: u64,
+    r: usize,
+}
+
+impl<T> Output<'_, T> {
+    #[inline(always)]
+    fn row(&mut self, coordinate: u64) -> Option<&mut [T]> {
+        let row = coordinate.checked_sub(self.first)?;
+        row_of_mut(self.data, row, self.r)
+    }
+}
+
+impl<T: Scalar> Tensor<'_, T> {
+    /// MTTKRP for `mode`: the `I_mode x R` matrix `X_(mode) (U_N ⊙ ... ⊙ U_1)`
+    /// (the Khatri-Rao product of every factor but `factors[mode]`, which
+    /// is not read). `factors[m]` is `I_m x R`, the same `R` for all.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F64, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_kernels::{Matrix, Tensor};
+    /// // The spec's example: x(0,0,1) = 1, x(0,2,3) = 2, x(1,0,0) = 3, x(1,1,2) = 4, shape [2, 3, 4].
+    /// let tensor = Tensor::<f64>::new(&view)?;
+    /// let ones = |rows| Matrix::from_rows(rows, 1, vec![1.0; rows]);
+    /// let (a, b, c) = (ones(2)?, ones(3)?, ones(4)?);
+    /// // With all-ones factors, MTTKRP sums the values of each slice.
+    /// let m = tensor.mttkrp(&[a.as_ref(), b.as_ref(), c.as_ref()], 1)?;
+    /// assert_eq!(m.as_slice(), &[4.0, 4.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`KernelError::BadMode`], [`KernelError::FactorCount`] or
+    /// [`KernelError::FactorShape`].
+    pub fn mttkrp(&self, factors: &[MatRef<'_, T>], mode: usize) -> Result<Matrix<T>, KernelError> {
+        let r = self.check_factors(factors, mode)?;
+        let rows = self.extents()?.get(mode).copied().unwrap_or(0);
+        let mut out = Matrix::zeros(rows, r)?;
+        self.mttkrp_into(factors, mode, out.as_mut_slice())?;
+        Ok(out)
+    }
+
+    /// [`Tensor::mttkrp`] into `out` (`I_mode x R`, row-major), which it
+    /// overwrites: no allocation on one thread.
+    ///
+    /// # Errors
+    /// As [`Tensor::mttkrp`], and [`KernelError::OutputLength`].
+    pub fn mttkrp_into(&self, factors: &[MatRef<'_, T>], mode: usize, out: &mut [T]) -> Result<(), KernelError> {
+        let r = self.check_factors(factors, mode)?;
+        let rows = self.extents()?.get(mode).copied().unwrap_or(0);
+        let expected = rows.checked_mul(r).ok_or(KernelError::TooLarge { what: "output", rows, cols: r })?;
+        if out.len() != expected {
+            return Err(KernelError::OutputLength { len: out.len(), expected });
+        }
+        out.fill(T::ZERO);
+        let Some(tree) = self.tree_for(mode) else { return Ok(()) };
+        let levels: Vec<Level<'_, T>> = tree
+            .mode_order
+            .iter()
+            .zip(tree.pos.iter().zip(&tree.crd))
+            .map(|(&m, (pos, crd))| Level {
+                pos,
+                crd,
+                factor: factors.get(m).map_or(&[][..], |f| f.as_slice()),
+            })
+            .collect();
+        let depth = tree.depth.get(mode).copied().unwrap_or(0);
+        let walk = Walk { levels: &levels, values: &tree.values, r };
+        run(self.threads(tree), &walk, tree, depth, out);
+        Ok(())
+    }
+
+    /// The thread count for a walk of `tree`: rayon's, when parallel and
+    /// there is enough work to share.
+    pub(crate) fn threads(&self, tree: &Tree<'_, T>) -> usize {
+        #[cfg(feature = "parallel")]
+        if self.parallel && tree.leaves() >= 1 << 14 {
+            return rayon::current_num_threads().max(1);
+        }
+        let _ = tree;
+        1
+    }
+
+    /// Checks the factor matrices against the shape; returns `R`.
+    pub(crate) fn check_factors(&self, factors: &[MatRef<'_, T>], mode: usize) -> Result<usize, KernelError> {
+        let rank = self.rank();
+        if mode >= rank {
+            return Err(KernelError::BadMode { mode, rank });
+        }
+        if factors.len() != rank {
+            return Err(KernelError::FactorCount { given: factors.len(), rank });
+        }
+        let r = factors.first().map_or(0, MatRef::cols);
+        for (m, (f, &extent)) in factors.iter().zip(&self.shape).enumerate() {
+            if f.cols() != r || f.rows() as u64 != extent {
+                return Err(KernelError::FactorShape {
+                    mode: m,
+                    rows: f.rows(),
+                    cols: f.cols(),
+                    expected_rows: extent,
+                    expected_cols: r,
+                });
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// The walk over the whole tree on `threads` threads, into `out` (zeroed).
+fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth: usize, out: &mut [T]) {
+    let r = walk.r;
+    let roots = tree.crd.first().map_or(0, |c| c.len());
+    let scratch_len = r * (walk.levels.len() + 1);
+    let part = |(a, b): (usize, usize), data: &mut [T], first: u64| {
+        let mut scratch = vec![T::ZERO; scratch_len];
+        let mut output = Output { data, first, r };
+        walk.descend(walk.levels, depth, (a, b), None, &mut output, &mut scratch);
+    };
+    if threads <= 1 || roots < 2 {
+        part((0, roots), out, 0);
+        return;
+    }
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        let parts = tree.partition(threads);
+        let root_crd: &[u64] = tree.crd.first().map_or(&[], |c| c);
+        // Each part's private rows: for the root case the span of its
+        // roots' coordinates, otherwise a whole copy of the output; the
+        // first part of the non-root case writes into `out` itself.
+        let spans: Vec<(u64, usize)> = parts
+            .iter()
+            .map(|&(a, b)| {
+                if depth == 0 {
+                    let coords = root_crd.get(a..b).unwrap_or(&[]);
+                    let lo = coords.iter().copied().min().unwrap_or(0);
+                    let hi = coords.iter().copied().max().map_or(lo, |h| h.saturating_add(1));
+                    let rows_out = (out.len() / r.max(1)) as u64;
+                    let hi = hi.min(rows_out).max(lo.min(rows_out));
+                    (lo, usize::try_from(hi - lo.min(hi)).unwrap_or(0))
+                } else {
+                    (0, out.len() / r.max(1))
+                }
+            })
+            .collect();
+        let private = |(&range, &(first, rows)): (&(usize, usize), &(u64, usize))| {
+            let mut data = vec![T::ZERO; rows * r];
+            part(range, &mut data, first);
+            data
+        };
+        if depth == 0 {
+            let buffers: Vec<Vec<T>> = parts.par_iter().zip(&spans).map(private).collect();
+            add_in_order(out, &buffers, &spans, r);
+        } else {
+            // The first part writes into `out` itself while the others fill
+            // their private copies.
+            let (Some(&first), Some(rest), Some(rest_spans)) = (parts.first(), parts.get(1..), spans.get(1..)) else {
+                return;
+            };
+            let (_, buffers) = rayon::join(
+                || part(first, out, 0),
+                || rest.par_iter().zip(rest_spans).map(private).collect::<Vec<Vec<T>>>(),
+            );
+            add_in_order(out, &buffers, rest_spans, r);
+        }
+    }
+}
+
+/// `out[rows of span p] += buffers[p]`, part after part, rows in parallel.
+#[cfg(feature = "parallel")]
+fn add_in_order<T: Scalar>(out: &mut [T], buffers: &[Vec<T>], spans: &[(u64, usize)], r: usize) {
+    use rayon::prelude::*;
+    const ROWS: usize = 1024;
+    let chunk = (ROWS * r).max(1);
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, dst)| {
+        let start = i * chunk;
+        for (buffer, &(first, _)) in buffers.iter().zip(spans) {
+            if buffer.is_empty() {
+                continue;
+            }
+            // The overlap of this chunk with the buffer's rows.
+            let Ok(offset) = usize::try_from(first) else { continue };
+            let Some(b_start) = offset.checked_mul(r) else { continue };
+            let b_end = b_start.saturating_add(buffer.len());
+            let lo = start.max(b_start);
+            let hi = (start + dst.len()).min(b_end);
+            if lo >= hi {
+                continue;
+            }
+            if let (Some(d), Some(s)) = (dst.get_mut(lo - start..hi - start), buffer.get(lo - b_start..hi - b_start)) {
+                crate::scalar::add(d, s);
+            }
+        }
+    });
+}
