@@ -18,6 +18,7 @@ mod build;
 mod check;
 mod compute;
 mod descriptor;
+mod kernels;
 mod spec;
 
 use arbitrary::Unstructured;
@@ -35,6 +36,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("descriptor_roundtrip", descriptor_roundtrip),
     ("concat_parts", concat_parts),
     ("compute_access", compute_access),
+    ("kernels", kernels),
 ];
 
 /// Bytes into the container decoder.
@@ -184,4 +186,33 @@ pub fn compute_access(data: &[u8]) {
     let strict = csf_validate::read(bytes).is_ok();
     let mut u = Unstructured::new(&tail[len..]);
     compute::run(&view, strict, &mut u);
+}
+
+/// A container and the arguments of csf-kernels' kernels on it, framed as
+/// for [`compute_access`]: a `u32` little-endian length, that many bytes of
+/// a container (read with `csf_validate::read_permissive`), then
+/// `arbitrary::Unstructured` bytes that draw the thread setting, a rank of
+/// 1 to 5, factor matrices of small integers (when every extent is at most
+/// 64), Kruskal weights, a mode with a TTM matrix and a TTV vector.
+///
+/// Oracle: nothing panics on any view; `Tensor::new` refuses only a mode
+/// order that is not a permutation (never on a strictly valid view); the
+/// norm is non-negative or NaN; every unfolding is a well-formed CSR matrix
+/// (offsets non-decreasing and ending at the entry count, columns inside
+/// the width and sorted per row) or `UnfoldTooWide`; MTTKRP of every mode,
+/// in `f64` and `f32`, has `I_mode x R` elements; TTM's values are `J` per
+/// fibre; TTV gives a tensor that validates strictly, a well-formed CSR
+/// matrix for rank 3, or (only on a tensor that is not strictly valid) a
+/// build error. On a strictly valid tensor of at most 256 entries with
+/// finite values: the norm, every MTTKRP and the inner product equal
+/// brute-force sums over the view's iteration, and the unfolding holds
+/// every entry.
+pub fn kernels(data: &[u8]) {
+    let Some((len, tail)) = data.split_first_chunk::<4>() else { return };
+    let len = u32::from_le_bytes(*len) as usize;
+    let Some(bytes) = tail.get(..len) else { return };
+    let Ok(view) = csf_validate::read_permissive(bytes) else { return };
+    let strict = csf_validate::read(bytes).is_ok();
+    let mut u = Unstructured::new(&tail[len..]);
+    kernels::run(&view, strict, &mut u);
 }

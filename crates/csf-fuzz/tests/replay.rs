@@ -90,14 +90,26 @@ fn compute_access() {
     run_all("compute_access");
 }
 
+#[test]
+fn kernels() {
+    run_all("kernels");
+}
+
 /// The `compute_access` seeds are strictly valid tensors, framed, with
 /// selection bytes after them: the references run on them, not only the
 /// refusal paths.
 #[test]
 fn the_compute_seeds_are_valid_tensors() {
-    let dir = Path::new(ROOT).join("fuzz/seeds/compute_access");
+    for target in ["compute_access", "kernels"] {
+        framed_valid_seeds(target);
+    }
+}
+
+/// The seeds of a target framed as `compute_access`'s are.
+fn framed_valid_seeds(target: &str) {
+    let dir = Path::new(ROOT).join("fuzz/seeds").join(target);
     let seeds = files(&dir);
-    assert!(seeds.len() >= 8, "fuzz/seeds/compute_access holds {} files", seeds.len());
+    assert!(seeds.len() >= 8, "fuzz/seeds/{target} holds {} files", seeds.len());
     for seed in seeds {
         let data = fs::read(&seed).unwrap();
         let (len, tail) = data.split_first_chunk::<4>().expect("a length");

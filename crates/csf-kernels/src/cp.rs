@@ -194,7 +194,8 @@ pub fn cp_als_with<T: Scalar>(
                     column.fold(1.0f64, |acc, x| acc.max(x.abs()))
                 };
             }
-            let scale: Vec<T> = weights.iter().map(|&w| T::from_f64(if w == 0.0 { 1.0 } else { 1.0 / w })).collect();
+            let scale: Vec<T> =
+                weights.iter().map(|&w| T::from_f64(if w == 0.0 { 1.0 } else { 1.0 / w })).collect();
             for row in updated.as_mut_slice().chunks_exact_mut(r) {
                 for (x, &s) in row.iter_mut().zip(&scale) {
                     *x = *x * s;
@@ -273,21 +274,23 @@ fn initial<T: Scalar>(extents: &[usize], options: &CpOptions<T>) -> Result<Vec<M
 /// `U^T U`, in `f64`.
 fn gram<T: Scalar>(u: &Matrix<T>) -> DMatrix<f64> {
     let r = u.cols();
-    let mut g = DMatrix::zeros(r, r);
+    // Row-major upper triangle, mirrored below: the matrix is symmetric.
+    let mut g = vec![0.0f64; r * r];
     for row in u.as_slice().chunks_exact(r.max(1)) {
-        for (i, &a) in row.iter().enumerate() {
+        for (i, (&a, out)) in row.iter().zip(g.chunks_exact_mut(r)).enumerate() {
             let a = a.to_f64();
-            for (j, &b) in row.iter().enumerate().skip(i) {
-                g[(i, j)] += a * b.to_f64();
+            for (o, &b) in out.iter_mut().zip(row).skip(i) {
+                *o += a * b.to_f64();
             }
         }
     }
-    for i in 0..r {
-        for j in 0..i {
-            g[(i, j)] = g[(j, i)];
+    let upper = g.clone();
+    for (i, out) in g.chunks_exact_mut(r.max(1)).enumerate() {
+        for (j, o) in out.iter_mut().enumerate().take(i) {
+            *o = upper.get(j * r + i).copied().unwrap_or(0.0);
         }
     }
-    g
+    DMatrix::from_row_slice(r, r, &g)
 }
 
 /// `V^-1` for a symmetric positive semi-definite `V`: Cholesky, else LU,
@@ -308,7 +311,8 @@ fn inverse(v: DMatrix<f64>) -> DMatrix<f64> {
 /// `M * V` for `M` of `I x R` (row-major) and `V` of `R x R`.
 fn times<T: Scalar>(m: &Matrix<T>, v: &DMatrix<f64>, parallel: bool) -> Result<Matrix<T>, KernelError> {
     let r = m.cols();
-    let v_t: Vec<T> = (0..r * r).map(|k| T::from_f64(v[(k / r, k % r)])).collect();
+    // `V` row by row (nalgebra stores by column: `V^T`'s storage).
+    let v_t: Vec<T> = v.transpose().as_slice().iter().map(|&x| T::from_f64(x)).collect();
     let mut out = Matrix::zeros(m.rows(), r)?;
     let row = |(dst, src): (&mut [T], &[T])| {
         for (k, &a) in src.iter().enumerate() {

@@ -2,7 +2,10 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
 
 extern crate alloc;
 #[cfg(feature = "std")]
@@ -20,7 +23,7 @@ mod ttm;
 mod ttv;
 mod unfold;
 
-pub use cp::{cp_als, CpInit, CpOptions, CpResult, IterationStats};
+pub use cp::{cp_als, cp_als_with, CpInit, CpOptions, CpResult, IterationStats};
 pub use matrix::{MatRef, Matrix};
 pub use scalar::Scalar;
 pub use tensor::Tensor;

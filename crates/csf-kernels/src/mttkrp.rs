@@ -56,32 +56,75 @@ pub(crate) struct Walk<'t, T> {
 }
 
 impl<T: Scalar> Walk<'_, T> {
-    /// `acc += sum over nodes a..b of levels[0] of row(crd) .* gather(children)`
-    /// (the leaf level: `value * row(crd)`). `scratch` holds `R` elements per
-    /// level below.
-    pub(crate) fn gather(&self, levels: &[Level<'_, T>], a: usize, b: usize, acc: &mut [T], scratch: &mut [T]) {
-        let r = self.r;
-        let Some((level, below)) = levels.split_first() else { return };
+    /// `R`: the const parameter when the walk is specialised for it (the
+    /// rows then have a length known at compile time: unrolled loops, the
+    /// accumulators in registers), else the run-time rank.
+    #[inline(always)]
+    fn width<const R: usize>(&self) -> usize {
+        if R == 0 {
+            self.r
+        } else {
+            R
+        }
+    }
+
+    /// `acc += sum over the leaves a..b of value * row(crd)`.
+    #[inline(always)]
+    fn leaf_sum<const R: usize>(&self, level: &Level<'_, T>, (a, b): (usize, usize), acc: &mut [T]) {
+        let r = self.width::<R>();
         let crd = level.crd.get(a..b).unwrap_or(&[]);
-        match below.first() {
-            None => {
-                let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
-                for (&c, &v) in crd.iter().zip(values) {
-                    if let Some(row) = row_of(level.factor, c, r) {
-                        axpy(acc, v, row);
-                    }
+        let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
+        if R == 0 {
+            for (&c, &v) in crd.iter().zip(values) {
+                if let Some(row) = row_of(level.factor, c, r) {
+                    axpy(acc, v, row);
                 }
             }
-            Some(next) => {
-                let (tmp, rest) = scratch.split_at_mut(r.min(scratch.len()));
-                for (j, &c) in (a..b).zip(crd) {
-                    let (ca, cb) = children(next.pos, next.crd.len(), j);
-                    tmp.fill(T::ZERO);
-                    self.gather(below, ca, cb, tmp, rest);
-                    if let Some(row) = row_of(level.factor, c, r) {
-                        hadamard_add(acc, tmp, row);
-                    }
-                }
+            return;
+        }
+        // A local array of constant length: the compiler keeps it in
+        // registers across the loop (a slice's elements are stored back
+        // at every leaf).
+        let mut local = [T::ZERO; R];
+        for (&c, &v) in crd.iter().zip(values) {
+            if let Some(row) = row_of(level.factor, c, R) {
+                axpy(&mut local, v, row);
+            }
+        }
+        crate::scalar::add(acc, &local);
+    }
+
+    /// `acc += sum over nodes a..b of levels[0] of row(crd) .* gather(children)`
+    /// (the leaf level: `value * row(crd)`). `scratch` holds `R` elements per
+    /// level below (unused when `R` is a specialised width).
+    pub(crate) fn gather<const R: usize>(
+        &self,
+        levels: &[Level<'_, T>],
+        (a, b): (usize, usize),
+        acc: &mut [T],
+        scratch: &mut [T],
+    ) {
+        let r = self.width::<R>();
+        let Some((level, below)) = levels.split_first() else { return };
+        let Some((next, further)) = below.split_first() else {
+            self.leaf_sum::<R>(level, (a, b), acc);
+            return;
+        };
+        let crd = level.crd.get(a..b).unwrap_or(&[]);
+        let mut local = [T::ZERO; R];
+        let (tmp, rest) =
+            if R == 0 { scratch.split_at_mut(r.min(scratch.len())) } else { (&mut local[..], scratch) };
+        let acc = acc.get_mut(..r).unwrap_or(&mut []);
+        for (j, &c) in (a..b).zip(crd) {
+            let range = children(next.pos, next.crd.len(), j);
+            tmp.fill(T::ZERO);
+            if further.is_empty() {
+                self.leaf_sum::<R>(next, range, tmp);
+            } else {
+                self.gather::<R>(below, range, tmp, rest);
+            }
+            if let Some(row) = row_of(level.factor, c, r) {
+                hadamard_add(acc, tmp, row);
             }
         }
     }
@@ -89,7 +132,7 @@ impl<T: Scalar> Walk<'_, T> {
     /// Walks nodes `a..b` of `levels[0]` down to the output level, `depth`
     /// levels further, carrying `prefix` (the product of the factor rows
     /// above; `None` at the root), and adds into `out`'s rows.
-    fn descend(
+    fn descend<const R: usize>(
         &self,
         levels: &[Level<'_, T>],
         depth: usize,
@@ -98,15 +141,17 @@ impl<T: Scalar> Walk<'_, T> {
         out: &mut Output<'_, T>,
         scratch: &mut [T],
     ) {
-        let r = self.r;
+        let r = self.width::<R>();
         let Some((level, below)) = levels.split_first() else { return };
         let crd = level.crd.get(a..b).unwrap_or(&[]);
-        let (tmp, rest) = scratch.split_at_mut(r.min(scratch.len()));
+        let mut local = [T::ZERO; R];
+        let (tmp, rest) =
+            if R == 0 { scratch.split_at_mut(r.min(scratch.len())) } else { (&mut local[..], scratch) };
         if depth == 0 {
             match below.first() {
                 None => {
                     let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
-                    let prefix = prefix.unwrap_or(&[]);
+                    let prefix = prefix.and_then(|p| p.get(..r)).unwrap_or(&[]);
                     for (&c, &v) in crd.iter().zip(values) {
                         if let Some(dst) = out.row(c) {
                             axpy(dst, v, prefix);
@@ -115,9 +160,9 @@ impl<T: Scalar> Walk<'_, T> {
                 }
                 Some(next) => {
                     for (j, &c) in (a..b).zip(crd) {
-                        let (ca, cb) = children(next.pos, next.crd.len(), j);
+                        let range = children(next.pos, next.crd.len(), j);
                         tmp.fill(T::ZERO);
-                        self.gather(below, ca, cb, tmp, rest);
+                        self.gather::<R>(below, range, tmp, rest);
                         if let Some(dst) = out.row(c) {
                             match prefix {
                                 Some(p) => hadamard_add(dst, tmp, p),
@@ -137,7 +182,7 @@ impl<T: Scalar> Walk<'_, T> {
                 None => tmp.copy_from_slice(row),
             }
             let range = children(next.pos, next.crd.len(), j);
-            self.descend(below, depth - 1, range, Some(tmp), out, rest);
+            self.descend::<R>(below, depth - 1, range, Some(tmp), out, rest);
         }
     }
 }
@@ -173,13 +218,13 @@ impl<T: Scalar> Tensor<'_, T> {
     /// # let container = hurray_format::Container::decode(&bytes)?;
     /// # let view = csf_core::CsfView::from_container(&container)?;
     /// use csf_kernels::{Matrix, Tensor};
-    /// // The spec's example: x(0,0,1) = 1, x(0,2,3) = 2, x(1,0,0) = 3, x(1,1,2) = 4, shape [2, 3, 4].
+    /// // The spec's example: x(0,0,1) = 1, x(0,2,3) = 2, x(1,1,0) = 3, x(1,1,2) = 4, shape [2, 3, 4].
     /// let tensor = Tensor::<f64>::new(&view)?;
     /// let ones = |rows| Matrix::from_rows(rows, 1, vec![1.0; rows]);
     /// let (a, b, c) = (ones(2)?, ones(3)?, ones(4)?);
     /// // With all-ones factors, MTTKRP sums the values of each slice.
     /// let m = tensor.mttkrp(&[a.as_ref(), b.as_ref(), c.as_ref()], 1)?;
-    /// assert_eq!(m.as_slice(), &[4.0, 4.0, 2.0]);
+    /// assert_eq!(m.as_slice(), &[1.0, 7.0, 2.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -199,7 +244,12 @@ impl<T: Scalar> Tensor<'_, T> {
     ///
     /// # Errors
     /// As [`Tensor::mttkrp`], and [`KernelError::OutputLength`].
-    pub fn mttkrp_into(&self, factors: &[MatRef<'_, T>], mode: usize, out: &mut [T]) -> Result<(), KernelError> {
+    pub fn mttkrp_into(
+        &self,
+        factors: &[MatRef<'_, T>],
+        mode: usize,
+        out: &mut [T],
+    ) -> Result<(), KernelError> {
         let r = self.check_factors(factors, mode)?;
         let rows = self.extents()?.get(mode).copied().unwrap_or(0);
         let expected = rows.checked_mul(r).ok_or(KernelError::TooLarge { what: "output", rows, cols: r })?;
@@ -268,7 +318,12 @@ fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth:
     let part = |(a, b): (usize, usize), data: &mut [T], first: u64| {
         let mut scratch = vec![T::ZERO; scratch_len];
         let mut output = Output { data, first, r };
-        walk.descend(walk.levels, depth, (a, b), None, &mut output, &mut scratch);
+        match r {
+            8 => walk.descend::<8>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
+            16 => walk.descend::<16>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
+            32 => walk.descend::<32>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
+            _ => walk.descend::<0>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
+        }
     };
     if threads <= 1 || roots < 2 {
         part((0, roots), out, 0);
@@ -308,7 +363,9 @@ fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth:
         } else {
             // The first part writes into `out` itself while the others fill
             // their private copies.
-            let (Some(&first), Some(rest), Some(rest_spans)) = (parts.first(), parts.get(1..), spans.get(1..)) else {
+            let (Some(&first), Some(rest), Some(rest_spans)) =
+                (parts.first(), parts.get(1..), spans.get(1..))
+            else {
                 return;
             };
             let (_, buffers) = rayon::join(
@@ -341,7 +398,9 @@ fn add_in_order<T: Scalar>(out: &mut [T], buffers: &[Vec<T>], spans: &[(u64, usi
             if lo >= hi {
                 continue;
             }
-            if let (Some(d), Some(s)) = (dst.get_mut(lo - start..hi - start), buffer.get(lo - b_start..hi - b_start)) {
+            if let (Some(d), Some(s)) =
+                (dst.get_mut(lo - start..hi - start), buffer.get(lo - b_start..hi - b_start))
+            {
                 crate::scalar::add(d, s);
             }
         }

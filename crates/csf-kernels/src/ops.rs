@@ -54,7 +54,11 @@ impl<T: Scalar> Tensor<'_, T> {
             .mode_order
             .iter()
             .zip(tree.pos.iter().zip(&tree.crd))
-            .map(|(&m, (pos, crd))| Level { pos, crd, factor: factors.get(m).map_or(&[][..], |f| f.as_slice()) })
+            .map(|(&m, (pos, crd))| Level {
+                pos,
+                crd,
+                factor: factors.get(m).map_or(&[][..], |f| f.as_slice()),
+            })
             .collect();
         let walk = Walk { levels: &levels, values: &tree.values, r };
         let mut acc = vec![T::ZERO; r];
@@ -66,8 +70,8 @@ impl<T: Scalar> Tensor<'_, T> {
             acc.fill(T::ZERO);
             match below.first() {
                 Some(next) => {
-                    let (a, b) = children(next.pos, next.crd.len(), i);
-                    walk.gather(below, a, b, &mut acc, &mut scratch);
+                    let range = children(next.pos, next.crd.len(), i);
+                    walk.gather::<0>(below, range, &mut acc, &mut scratch);
                 }
                 None => continue,
             }

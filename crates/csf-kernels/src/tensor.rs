@@ -115,8 +115,11 @@ impl<'a, T: Scalar> Tensor<'a, T> {
         self.trees
             .iter()
             .map(|t| {
-                let values =
-                    if matches!(t.values, Cow::Owned(_)) { t.values.len() * core::mem::size_of::<T>() } else { 0 };
+                let values = if matches!(t.values, Cow::Owned(_)) {
+                    t.values.len() * core::mem::size_of::<T>()
+                } else {
+                    0
+                };
                 words(&t.pos) + words(&t.crd) + values
             })
             .sum()
@@ -175,6 +178,7 @@ impl<'a, T: Scalar> Tree<'a, T> {
         self.crd.last().map_or(0, |c| c.len())
     }
 
+    #[cfg(feature = "parallel")]
     /// The leaf position where root `root`'s sub-tree starts (`leaves()`
     /// for `root` = the root count): the `pos` chain followed down, clamped.
     pub(crate) fn first_leaf(&self, root: usize) -> usize {
@@ -192,7 +196,13 @@ impl<'a, T: Scalar> Tree<'a, T> {
         self.walk_level(0, (0, roots), &mut coords, &mut f);
     }
 
-    fn walk_level(&self, level: usize, (a, b): (usize, usize), coords: &mut [u64], f: &mut impl FnMut(&[u64], usize)) {
+    fn walk_level(
+        &self,
+        level: usize,
+        (a, b): (usize, usize),
+        coords: &mut [u64],
+        f: &mut impl FnMut(&[u64], usize),
+    ) {
         let Some(crd) = self.crd.get(level) else { return };
         let next = self.pos.get(level + 1).zip(self.crd.get(level + 1));
         for (j, &c) in (a..b).zip(crd.get(a..b).unwrap_or(&[])) {
@@ -206,6 +216,7 @@ impl<'a, T: Scalar> Tree<'a, T> {
         }
     }
 
+    #[cfg(feature = "parallel")]
     /// `parts` ranges of root nodes with about as many leaves each, in
     /// order, covering every root (some may be empty).
     pub(crate) fn partition(&self, parts: usize) -> Vec<(usize, usize)> {
@@ -243,7 +254,9 @@ fn leaf_values<'a, T: Scalar, const MAX: usize>(view: &CsfView<'a, MAX>, leaves:
     match view.quantization() {
         None => match T::native(&values) {
             Some(native) => Cow::Borrowed(native.get(..have).unwrap_or(native)),
-            None => Cow::Owned((0..have).map(|leaf| values.get_raw(leaf).map_or(T::ZERO, T::from_value)).collect()),
+            None => Cow::Owned(
+                (0..have).map(|leaf| values.get_raw(leaf).map_or(T::ZERO, T::from_value)).collect(),
+            ),
         },
         Some(_) => {
             // A code's value depends on its group, which may depend on the
@@ -266,4 +279,61 @@ pub(crate) fn children(pos: &[u64], nodes: usize, parent: usize) -> (usize, usiz
     let end = parent.checked_add(1).and_then(|next| pos.get(next)).map_or(0, |&e| clamp_index(e, nodes));
     let start = pos.get(parent).map_or(end, |&s| clamp_index(s, nodes)).min(end);
     (start, end)
+}
+
+#[cfg(feature = "build")]
+impl<T: Scalar> Tensor<'_, T> {
+    /// Adds a second tree with dimension `root` at its root and the other
+    /// dimensions in the first tree's order: MTTKRP of `root` then runs the
+    /// root case on it (SPLATT's two-tree layout, when `root` is the first
+    /// tree's leaf dimension), at the cost of the index arrays and values
+    /// once more. MTTKRP of each mode reads the tree where that mode is
+    /// nearest the root.
+    ///
+    /// # Errors
+    /// [`KernelError::BadMode`], or [`KernelError::Build`] (two leaves at
+    /// one index: only on unvalidated data).
+    pub fn with_root_tree(mut self, root: usize) -> Result<Self, KernelError> {
+        let rank = self.rank();
+        if root >= rank {
+            return Err(KernelError::BadMode { mode: root, rank });
+        }
+        let Some(first) = self.trees.first() else { return Ok(self) };
+        let order: Vec<u32> = core::iter::once(root)
+            .chain(first.mode_order.iter().copied().filter(|&m| m != root))
+            .map(|m| m as u32)
+            .collect();
+        // The entries in logical order, with their values as `T`.
+        let mut indices: Vec<u64> = Vec::with_capacity(first.values.len() * rank);
+        let mut values: Vec<T> = Vec::with_capacity(first.values.len());
+        let mut logical = vec![0u64; rank];
+        first.for_each_leaf(|coords, leaf| {
+            let Some(&value) = first.values.get(leaf) else { return };
+            for (&m, &c) in first.mode_order.iter().zip(coords) {
+                if let Some(slot) = logical.get_mut(m) {
+                    *slot = c;
+                }
+            }
+            indices.extend_from_slice(&logical);
+            values.push(value);
+        });
+        let coo = csf_build::Coo::new(&self.shape, csf_build::Indices::RowMajor(&indices), &values);
+        let options = csf_build::Options {
+            mode_order: csf_build::ModeOrderPolicy::Explicit(order),
+            parallel: self.parallel,
+            ..csf_build::Options::default()
+        };
+        let built = csf_build::build(&coo, &options)?.tensor;
+        drop((indices, values));
+        let tree = Tree::<T>::from_view(&built.view())?;
+        let owned = Tree {
+            mode_order: tree.mode_order,
+            depth: tree.depth,
+            pos: tree.pos.into_iter().map(|a| Cow::Owned(a.into_owned())).collect(),
+            crd: tree.crd.into_iter().map(|a| Cow::Owned(a.into_owned())).collect(),
+            values: Cow::Owned(tree.values.into_owned()),
+        };
+        self.trees.push(owned);
+        Ok(self)
+    }
 }

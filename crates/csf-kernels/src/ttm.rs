@@ -30,6 +30,49 @@ impl<T: Scalar> SemiSparse<T> {
     pub fn fibres(&self) -> usize {
         self.coords.len().checked_div(self.shape.len().saturating_sub(1)).unwrap_or(0)
     }
+
+    /// Every element of every fibre as COO: the coordinates (`rank` per
+    /// element, in logical order, element after element: fibre by fibre,
+    /// the dense mode fastest) and the values, zeros included.
+    pub fn to_coo(&self) -> (Vec<u64>, Vec<T>) {
+        let rank = self.shape.len();
+        let others = rank.saturating_sub(1);
+        let j = self.shape.get(self.mode).copied().unwrap_or(0) as usize;
+        let mut coords = Vec::with_capacity(self.values.len() * rank);
+        for fibre in self.coords.chunks_exact(others.max(1)).take(self.fibres()) {
+            for dense in 0..j as u64 {
+                let (before, after) = fibre.split_at(self.mode.min(fibre.len()));
+                coords.extend_from_slice(before);
+                coords.push(dense);
+                coords.extend_from_slice(after);
+            }
+        }
+        (coords, self.values.clone())
+    }
+
+    /// The result as a dense array in C order, when it holds at most
+    /// `budget` elements.
+    ///
+    /// # Errors
+    /// [`KernelError::TooLarge`] above the budget.
+    pub fn to_dense(&self, budget: usize) -> Result<Vec<T>, KernelError> {
+        let too_large = KernelError::TooLarge { what: "dense array", rows: budget, cols: 1 };
+        let total = self
+            .shape
+            .iter()
+            .try_fold(1usize, |acc, &e| acc.checked_mul(usize::try_from(e).ok()?))
+            .filter(|&n| n <= budget)
+            .ok_or(too_large)?;
+        let mut dense = vec![T::ZERO; total];
+        let (coords, values) = self.to_coo();
+        for (index, &v) in coords.chunks_exact(self.shape.len().max(1)).zip(&values) {
+            let at = index.iter().zip(&self.shape).fold(0u64, |acc, (&c, &e)| acc * e + c);
+            if let Some(slot) = usize::try_from(at).ok().and_then(|at| dense.get_mut(at)) {
+                *slot += v;
+            }
+        }
+        Ok(dense)
+    }
 }
 
 impl<T: Scalar> Tensor<'_, T> {
@@ -55,13 +98,13 @@ impl<T: Scalar> Tensor<'_, T> {
     /// # let container = hurray_format::Container::decode(&bytes)?;
     /// # let view = csf_core::CsfView::from_container(&container)?;
     /// use csf_kernels::{MatRef, Tensor};
-    /// let tensor = Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,0,0)=3, x(1,1,2)=4
+    /// let tensor = Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,1,0)=3, x(1,1,2)=4
     /// // Sum over k and 10 x the sum over k, as a 2 x 4 matrix.
     /// let u = [1.0, 1.0, 1.0, 1.0, 10.0, 10.0, 10.0, 10.0];
     /// let y = tensor.ttm(MatRef::new(2, 4, &u)?, 2)?;
     /// assert_eq!(y.shape, [2, 3, 2]);
-    /// assert_eq!(y.coords, [0, 0, 0, 2, 1, 0, 1, 1]); // (i, j) of each fibre
-    /// assert_eq!(y.values, [1.0, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0]);
+    /// assert_eq!(y.coords, [0, 0, 0, 2, 1, 1]); // (i, j) of each fibre
+    /// assert_eq!(y.values, [1.0, 10.0, 2.0, 20.0, 7.0, 70.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -113,7 +156,10 @@ impl<T: Scalar> Tensor<'_, T> {
         });
         let key = |e: usize| keys.get(e * others..(e + 1) * others).unwrap_or(&[]);
         let mut order: Vec<usize> = (0..entries.len()).collect();
-        if !order.windows(2).all(|w| key(w.first().copied().unwrap_or(0)) <= key(w.get(1).copied().unwrap_or(0))) {
+        if !order
+            .windows(2)
+            .all(|w| key(w.first().copied().unwrap_or(0)) <= key(w.get(1).copied().unwrap_or(0)))
+        {
             order.sort_by(|&a, &b| key(a).cmp(key(b)));
         }
         // The logical position of each stored "other" coordinate.

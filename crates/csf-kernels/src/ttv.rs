@@ -38,11 +38,11 @@ impl<T: Scalar> Tensor<'_, T> {
     /// # let container = hurray_format::Container::decode(&bytes)?;
     /// # let view = csf_core::CsfView::from_container(&container)?;
     /// use csf_kernels::{Tensor, Ttv};
-    /// let tensor = Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,0,0)=3, x(1,1,2)=4
+    /// let tensor = Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,1,0)=3, x(1,1,2)=4
     /// let Ttv::Matrix(m) = tensor.ttv(&[1.0, 10.0], 0)? else { unreachable!() };
     /// // (j, k) -> x(0,j,k) + 10 x(1,j,k), a 3 x 4 matrix
-    /// assert_eq!((m.rows, m.cols, m.indptr), (3, 4, vec![0, 2, 3, 4]));
-    /// assert_eq!((m.indices, m.data), (vec![0, 1, 2, 3], vec![30.0, 1.0, 40.0, 2.0]));
+    /// assert_eq!((m.rows, m.cols, m.indptr), (3, 4, vec![0, 1, 3, 4]));
+    /// assert_eq!((m.indices, m.data), (vec![1, 0, 2, 3], vec![1.0, 30.0, 40.0, 2.0]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -75,7 +75,8 @@ impl<T: Scalar> Tensor<'_, T> {
         let mut kept: Vec<u64> = Vec::with_capacity(shape.len());
         tree.for_each_leaf(|coords, leaf| {
             let Some(&value) = tree.values.get(leaf) else { return };
-            let Some(&scale) = coords.get(level).and_then(|&c| usize::try_from(c).ok()).and_then(|c| vector.get(c))
+            let Some(&scale) =
+                coords.get(level).and_then(|&c| usize::try_from(c).ok()).and_then(|c| vector.get(c))
             else {
                 return;
             };
@@ -94,8 +95,9 @@ impl<T: Scalar> Tensor<'_, T> {
             };
             return Ok(Ttv::Tensor(build(&coo, &options)?.tensor));
         }
-        let rows = usize::try_from(shape.first().copied().unwrap_or(0))
-            .map_err(|_| KernelError::ExtentTooLarge { dim: 0, extent: shape.first().copied().unwrap_or(0) })?;
+        let rows = usize::try_from(shape.first().copied().unwrap_or(0)).map_err(|_| {
+            KernelError::ExtentTooLarge { dim: 0, extent: shape.first().copied().unwrap_or(0) }
+        })?;
         let cols = shape.get(1).copied().unwrap_or(0);
         let triples: Vec<(u64, u64, T)> = indices
             .chunks_exact(2)

@@ -64,7 +64,9 @@ impl<T: Scalar> Csr<T> {
             let row_start = indices.len();
             for &(col, value) in row.iter() {
                 match (indices.last(), data.last_mut()) {
-                    (Some(&last), Some(sum)) if merge && last == col && indices.len() > row_start => *sum += value,
+                    (Some(&last), Some(sum)) if merge && last == col && indices.len() > row_start => {
+                        *sum += value
+                    }
                     _ => {
                         indices.push(col);
                         data.push(value);
@@ -93,11 +95,11 @@ impl<T: Scalar> Tensor<'_, T> {
     /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
     /// # let container = hurray_format::Container::decode(&bytes)?;
     /// # let view = csf_core::CsfView::from_container(&container)?;
-    /// let tensor = csf_kernels::Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,0,0)=3, x(1,1,2)=4
+    /// let tensor = csf_kernels::Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,1,0)=3, x(1,1,2)=4
     /// let m = tensor.unfold(2)?; // 4 x (2 * 3), column = 3 * i + j
     /// assert_eq!((m.rows, m.cols), (4, 6));
     /// assert_eq!(m.indptr, [0, 1, 2, 3, 4]);
-    /// assert_eq!(m.indices, [3, 0, 4, 2]);
+    /// assert_eq!(m.indices, [4, 0, 4, 2]);
     /// assert_eq!(m.data, [3.0, 1.0, 4.0, 2.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -121,11 +123,15 @@ impl<T: Scalar> Tensor<'_, T> {
             if let Some(s) = strides.get_mut(dim) {
                 *s = cols;
             }
-            cols = cols.checked_mul(extent).filter(|&c| c <= i64::MAX as u64).ok_or(KernelError::UnfoldTooWide { mode })?;
+            cols = cols
+                .checked_mul(extent)
+                .filter(|&c| c <= i64::MAX as u64)
+                .ok_or(KernelError::UnfoldTooWide { mode })?;
         }
         let Some(tree) = self.first() else { return Ok(Csr::from_triples(rows, cols, &[], false)) };
         // Stride and row position of each level.
-        let level_strides: Vec<u64> = tree.mode_order.iter().map(|&m| strides.get(m).copied().unwrap_or(0)).collect();
+        let level_strides: Vec<u64> =
+            tree.mode_order.iter().map(|&m| strides.get(m).copied().unwrap_or(0)).collect();
         let row_level = tree.depth.get(mode).copied().unwrap_or(0);
         let mut triples = Vec::with_capacity(tree.values.len());
         tree.for_each_leaf(|coords, leaf| {

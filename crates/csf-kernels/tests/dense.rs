@@ -82,7 +82,9 @@ fn held_values(t: &OwnedCsf, coords: &[Vec<u64>]) -> Vec<f64> {
 fn factors(rng: &mut Rng, shape: &[u64], r: usize) -> Vec<Matrix<f64>> {
     shape
         .iter()
-        .map(|&e| Matrix::from_rows(e as usize, r, (0..e as usize * r).map(|_| rng.unit() - 0.5).collect()).unwrap())
+        .map(|&e| {
+            Matrix::from_rows(e as usize, r, (0..e as usize * r).map(|_| rng.unit() - 0.5).collect()).unwrap()
+        })
         .collect()
 }
 
@@ -151,7 +153,8 @@ fn check_all(rng: &mut Rng, shape: &[u64], count: usize, order: &[u32], leaves: 
     let refs32: Vec<MatRef<'_, f32>> = u32s.iter().map(Matrix::as_ref).collect();
     let tensor32 = Tensor::<f32>::new(&view).unwrap();
     for mode in 0..shape.len() {
-        let got: Vec<f64> = tensor32.mttkrp(&refs32, mode).unwrap().as_slice().iter().map(|&x| x as f64).collect();
+        let got: Vec<f64> =
+            tensor32.mttkrp(&refs32, mode).unwrap().as_slice().iter().map(|&x| x as f64).collect();
         let want = reference_mttkrp(&coords, &held, &u, mode);
         assert!(close(&got, &want, 1e-4), "f32 mttkrp mode {mode}, {what}");
     }
@@ -161,8 +164,9 @@ fn check_all(rng: &mut Rng, shape: &[u64], count: usize, order: &[u32], leaves: 
     let weights: Vec<f64> = (0..r).map(|_| rng.unit()).collect();
     let mut inner = 0.0;
     for (c, &v) in coords.iter().zip(&held) {
-        for k in 0..r {
-            inner += v * weights[k] * u.iter().enumerate().map(|(m, f)| f.get(c[m] as usize, k).unwrap()).product::<f64>();
+        for (k, w) in weights.iter().enumerate() {
+            inner +=
+                v * w * u.iter().enumerate().map(|(m, f)| f.get(c[m] as usize, k).unwrap()).product::<f64>();
         }
     }
     assert!((tensor.inner_kruskal(&weights, &refs).unwrap() - inner).abs() < 1e-9, "inner, {what}");
@@ -173,7 +177,14 @@ fn check_all(rng: &mut Rng, shape: &[u64], count: usize, order: &[u32], leaves: 
     }
 }
 
-fn check_unfold(tensor: &Tensor<'_, f64>, shape: &[u64], coords: &[Vec<u64>], held: &[f64], mode: usize, what: &str) {
+fn check_unfold(
+    tensor: &Tensor<'_, f64>,
+    shape: &[u64],
+    coords: &[Vec<u64>],
+    held: &[f64],
+    mode: usize,
+    what: &str,
+) {
     let m = tensor.unfold(mode).unwrap();
     let mut want: Vec<(u64, u64, f64)> = coords
         .iter()
@@ -345,7 +356,8 @@ fn cp_als_recovers_a_planted_low_rank_tensor() {
     let truth: Vec<Matrix<f64>> = shape
         .iter()
         .map(|&e| {
-            let data = (0..e as usize * r).map(|_| if rng.unit() < 0.35 { 0.5 + rng.unit() } else { 0.0 }).collect();
+            let data =
+                (0..e as usize * r).map(|_| if rng.unit() < 0.35 { 0.5 + rng.unit() } else { 0.0 }).collect();
             Matrix::from_rows(e as usize, r, data).unwrap()
         })
         .collect();
@@ -355,7 +367,11 @@ fn cp_als_recovers_a_planted_low_rank_tensor() {
         for j in 0..shape[1] as usize {
             for k in 0..shape[2] as usize {
                 let v: f64 = (0..r)
-                    .map(|c| truth[0].get(i, c).unwrap() * truth[1].get(j, c).unwrap() * truth[2].get(k, c).unwrap())
+                    .map(|c| {
+                        truth[0].get(i, c).unwrap()
+                            * truth[1].get(j, c).unwrap()
+                            * truth[2].get(k, c).unwrap()
+                    })
                     .sum();
                 if v != 0.0 {
                     coords.push(vec![i as u64, j as u64, k as u64]);
@@ -372,13 +388,18 @@ fn cp_als_recovers_a_planted_low_rank_tensor() {
     let cp = cp_als(&tensor, &options).unwrap();
     assert!(cp.fit() > 0.99, "fit {}", cp.fit());
     // The fit never falls from one iteration to the next (ALS is monotone).
-    assert!(cp.iterations.windows(2).all(|w| w[1].fit >= w[0].fit - 1e-6), "{:?}", cp.iterations.iter().map(|s| s.fit).collect::<Vec<_>>());
+    assert!(
+        cp.iterations.windows(2).all(|w| w[1].fit >= w[0].fit - 1e-6),
+        "{:?}",
+        cp.iterations.iter().map(|s| s.fit).collect::<Vec<_>>()
+    );
     // Deterministic: the same seed gives the same decomposition.
     let again = cp_als(&tensor, &options).unwrap();
     assert_eq!(untimed(cp), untimed(again));
     // Explicit initial factors are used as given.
     let init = factors(&mut rng, &shape, r);
-    let one = cp_als(&tensor, &CpOptions { max_iters: 1, init: CpInit::Factors(init), ..CpOptions::new(r) }).unwrap();
+    let one = cp_als(&tensor, &CpOptions { max_iters: 1, init: CpInit::Factors(init), ..CpOptions::new(r) })
+        .unwrap();
     assert_eq!(one.iterations.len(), 1);
     assert!(!one.converged);
 }

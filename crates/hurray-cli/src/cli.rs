@@ -46,6 +46,9 @@ pub enum Command {
     Get(GetArgs),
     /// Print the non-zeros in iteration order, as .tns or JSON; --prefix: only those under a prefix.
     Dump(DumpArgs),
+    /// CP decomposition by alternating least squares: prints the fit per
+    /// iteration and writes the weights and factor matrices as .npy files.
+    Cpd(CpdArgs),
 }
 
 /// `hurray convert`.
@@ -107,6 +110,44 @@ pub struct InspectArgs {
     #[arg(long)]
     pub json: bool,
     /// Describe the file even if it breaks storage invariants.
+    #[arg(long)]
+    pub permissive: bool,
+}
+
+/// `hurray cpd`.
+#[derive(Debug, Args)]
+pub struct CpdArgs {
+    /// The Hurray file.
+    pub file: PathBuf,
+    /// The number of rank-one components.
+    #[arg(short, long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub rank: u32,
+    /// The most iterations.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub iters: usize,
+    /// Stop when the fit changes by less than this in an iteration.
+    #[arg(long, value_name = "T", default_value_t = 1e-4)]
+    pub tol: f64,
+    /// The seed of the random initial factors (uniform in [0, 1)).
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// CSF trees to hold: 1 (the file's own), or 2 (a second with the leaf
+    /// mode at its root: faster, the file's index arrays once more in memory).
+    #[arg(long, value_name = "1|2", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub trees: u8,
+    /// The factors' element type: f64 (the default) or f32.
+    #[arg(long, value_name = "f64|f32", default_value = "f64", value_parser = ["f64", "f32"])]
+    pub precision: String,
+    /// Print each iteration's seconds and each mode's MTTKRP seconds on stderr.
+    #[arg(long)]
+    pub timings: bool,
+    /// Write weights.npy and factor_0.npy .. factor_{N-1}.npy (I_n x R, C
+    /// order) into this directory, created if missing; each file is written
+    /// atomically, all of them only once the decomposition is complete.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Read the file even if it breaks storage invariants (the kernels stay
+    /// safe; the factors then mean nothing).
     #[arg(long)]
     pub permissive: bool,
 }

@@ -7,6 +7,7 @@
 mod cleanup;
 mod cli;
 mod convert;
+mod cpd;
 mod dump;
 mod error;
 mod files;
@@ -54,6 +55,7 @@ fn run(cli: &Cli) -> Result<i32, Error> {
         Command::Validate(args) => return validate::run(args),
         Command::Get(args) => get::run(args)?,
         Command::Dump(args) => dump::run(args)?,
+        Command::Cpd(args) => cpd::run(args, cli.quiet)?,
     }
     Ok(EXIT_OK)
 }
