@@ -65,6 +65,11 @@ const fn set(krate: &'static str, features: &'static str, run: Run) -> Set {
 ///   `--no-default-features` and `alloc` sets are linted and compiled only;
 ///   the `nostd` step also links the first into a bare-metal staticlib.
 ///   `std` alone is the sequential level check, which no workspace build has.
+/// - csf-kernels: no dev-dependency turns on a feature of its own, so each
+///   set is linted on every target; the set without features (`alloc`
+///   alone: no std, no threads, no builder) runs the whole suite (the tests
+///   that need TTV gate themselves on `build`), the others their doc tests,
+///   and the `test` step runs everything with the defaults.
 /// - csf-build declares no features: its one set is linted on every target
 ///   and its doc tests run. Its test suite (about 2 minutes in a debug build)
 ///   runs in the `test` step; alone it would differ only in csf-validate's
@@ -81,6 +86,10 @@ const MATRIX: &[Set] = &[
     set("csf-validate", "std", Run::Tests),
     set("csf-validate", "parallel", Run::Tests),
     set("csf-build", "", Run::DocTests),
+    set("csf-kernels", "", Run::Tests),
+    set("csf-kernels", "std", Run::DocTests),
+    set("csf-kernels", "parallel", Run::DocTests),
+    set("csf-kernels", "build", Run::DocTests),
 ];
 
 /// The step: every row of [`MATRIX`], in order.

@@ -300,7 +300,7 @@ fn doc() -> Result {
 /// The crates docs.rs documents: every published library. Each has the
 /// `[package.metadata.docs.rs]` that [`docsrs`] mirrors (a test below checks
 /// both the list and the metadata).
-const DOCS_RS_CRATES: &[&str] = &["hurray-format", "csf-core", "csf-validate", "csf-build"];
+const DOCS_RS_CRATES: &[&str] = &["hurray-format", "csf-core", "csf-validate", "csf-build", "csf-kernels"];
 
 /// What docs.rs passes to rustdoc for every crate (its `build.rustdocflags`),
 /// less the flags that only place the output (`--emit`, `--resource-suffix`,

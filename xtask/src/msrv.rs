@@ -20,7 +20,8 @@ use crate::{ensure_toolchain, run, target_subdir, toolchain_cargo, Result, ROOT}
 
 /// The crates whose `rust-version` is a promise to users: the published
 /// libraries and the CLI.
-const CRATES: &[&str] = &["hurray-format", "csf-core", "csf-validate", "csf-build", "hurray-cli"];
+const CRATES: &[&str] =
+    &["hurray-format", "csf-core", "csf-validate", "csf-build", "csf-kernels", "hurray-cli"];
 
 /// The step: for each declared version, install that toolchain if missing
 /// and `cargo +VERSION check --locked` the crates that declare it.

@@ -31,7 +31,7 @@ use alloc::vec::Vec;
 use nalgebra::DMatrix;
 
 use crate::matrix::{MatRef, Matrix};
-use crate::ops::sqrt;
+use crate::ops::{abs, sqrt};
 use crate::rng::SplitMix64;
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
@@ -191,7 +191,7 @@ pub fn cp_als_with<T: Scalar>(
                 *w = if iteration == 1 {
                     sqrt(column.map(|x| x * x).sum())
                 } else {
-                    column.fold(1.0f64, |acc, x| acc.max(x.abs()))
+                    column.fold(1.0f64, |acc, x| acc.max(abs(x)))
                 };
             }
             let scale: Vec<T> =
@@ -232,9 +232,9 @@ pub fn cp_als_with<T: Scalar>(
         fit = if norm_x == 0.0 {
             norm_p_sq - 2.0 * inner
         } else {
-            1.0 - sqrt((norm_x * norm_x + norm_p_sq - 2.0 * inner).abs()) / norm_x
+            1.0 - sqrt(abs(norm_x * norm_x + norm_p_sq - 2.0 * inner)) / norm_x
         };
-        let fit_change = (fit - previous).abs();
+        let fit_change = abs(fit - previous);
         let stats = IterationStats { iteration, fit, fit_change, seconds: clock.seconds(), mttkrp_seconds };
         on_iteration(&stats);
         iterations.push(stats);
@@ -357,14 +357,14 @@ fn arrange<T: Scalar>(weights: Vec<f64>, mut factors: Vec<Matrix<T>>, r: usize) 
         let mut signs: Vec<(f64, usize)> = Vec::new();
         for (m, f) in factors.iter().enumerate() {
             let big = f.as_slice().iter().skip(c).step_by(r).map(|x| x.to_f64()).fold(0.0f64, |best, x| {
-                if x.abs() > best.abs() {
+                if abs(x) > abs(best) {
                     x
                 } else {
                     best
                 }
             });
             if big < 0.0 {
-                signs.push((big.abs(), m));
+                signs.push((abs(big), m));
             }
         }
         let flips = signs.len() - signs.len() % 2;

@@ -68,6 +68,21 @@ impl<T: Scalar> Walk<'_, T> {
         }
     }
 
+    /// The sum over the leaves `a..b` of `value * row(crd)`, for a
+    /// specialised width: returned by value, it stays in registers.
+    #[inline(always)]
+    fn leaf_array<const R: usize>(&self, level: &Level<'_, T>, (a, b): (usize, usize)) -> [T; R] {
+        let crd = level.crd.get(a..b).unwrap_or(&[]);
+        let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
+        let mut local = [T::ZERO; R];
+        for (&c, &v) in crd.iter().zip(values) {
+            if let Some(row) = row_of(level.factor, c, R) {
+                axpy(&mut local, v, row);
+            }
+        }
+        local
+    }
+
     /// `acc += sum over the leaves a..b of value * row(crd)`.
     #[inline(always)]
     fn leaf_sum<const R: usize>(&self, level: &Level<'_, T>, (a, b): (usize, usize), acc: &mut [T]) {
@@ -111,10 +126,20 @@ impl<T: Scalar> Walk<'_, T> {
             return;
         };
         let crd = level.crd.get(a..b).unwrap_or(&[]);
+        let acc = acc.get_mut(..r).unwrap_or(&mut []);
+        if R != 0 && further.is_empty() {
+            // The fibres of leaves: each one's sum in registers.
+            for (j, &c) in (a..b).zip(crd) {
+                let sum = self.leaf_array::<R>(next, children(next.pos, next.crd.len(), j));
+                if let Some(row) = row_of(level.factor, c, R) {
+                    hadamard_add(acc, &sum, row);
+                }
+            }
+            return;
+        }
         let mut local = [T::ZERO; R];
         let (tmp, rest) =
             if R == 0 { scratch.split_at_mut(r.min(scratch.len())) } else { (&mut local[..], scratch) };
-        let acc = acc.get_mut(..r).unwrap_or(&mut []);
         for (j, &c) in (a..b).zip(crd) {
             let range = children(next.pos, next.crd.len(), j);
             tmp.fill(T::ZERO);
@@ -153,8 +178,20 @@ impl<T: Scalar> Walk<'_, T> {
                     let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
                     let prefix = prefix.and_then(|p| p.get(..r)).unwrap_or(&[]);
                     for (&c, &v) in crd.iter().zip(values) {
-                        if let Some(dst) = out.row(c) {
+                        if let Some(dst) = out.row(c, r) {
                             axpy(dst, v, prefix);
+                        }
+                    }
+                }
+                Some(next) if R != 0 && below.len() == 1 => {
+                    // The output level is just above the leaves.
+                    for (j, &c) in (a..b).zip(crd) {
+                        let sum = self.leaf_array::<R>(next, children(next.pos, next.crd.len(), j));
+                        if let Some(dst) = out.row(c, r) {
+                            match prefix {
+                                Some(p) => hadamard_add(dst, &sum, p),
+                                None => crate::scalar::add(dst, &sum),
+                            }
                         }
                     }
                 }
@@ -163,7 +200,7 @@ impl<T: Scalar> Walk<'_, T> {
                         let range = children(next.pos, next.crd.len(), j);
                         tmp.fill(T::ZERO);
                         self.gather::<R>(below, range, tmp, rest);
-                        if let Some(dst) = out.row(c) {
+                        if let Some(dst) = out.row(c, r) {
                             match prefix {
                                 Some(p) => hadamard_add(dst, tmp, p),
                                 None => crate::scalar::add(dst, tmp),
@@ -192,14 +229,15 @@ impl<T: Scalar> Walk<'_, T> {
 struct Output<'o, T> {
     data: &'o mut [T],
     first: u64,
-    r: usize,
 }
 
 impl<T> Output<'_, T> {
+    /// The row of `coordinate`, `r` long: the caller passes the walk's
+    /// width, a constant in a specialised walk (so loops over the row unroll).
     #[inline(always)]
-    fn row(&mut self, coordinate: u64) -> Option<&mut [T]> {
+    fn row(&mut self, coordinate: u64, r: usize) -> Option<&mut [T]> {
         let row = coordinate.checked_sub(self.first)?;
-        row_of_mut(self.data, row, self.r)
+        row_of_mut(self.data, row, r)
     }
 }
 
@@ -317,7 +355,7 @@ fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth:
     let scratch_len = r * (walk.levels.len() + 1);
     let part = |(a, b): (usize, usize), data: &mut [T], first: u64| {
         let mut scratch = vec![T::ZERO; scratch_len];
-        let mut output = Output { data, first, r };
+        let mut output = Output { data, first };
         match r {
             8 => walk.descend::<8>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
             16 => walk.descend::<16>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),

@@ -85,3 +85,8 @@ impl<T: Scalar> Tensor<'_, T> {
 pub(crate) fn sqrt(x: f64) -> f64 {
     nalgebra::ComplexField::sqrt(x)
 }
+
+/// `|x|` (core has no `f64::abs` before Rust 1.85): the sign bit cleared.
+pub(crate) fn abs(x: f64) -> f64 {
+    f64::from_bits(x.to_bits() & !(1 << 63))
+}

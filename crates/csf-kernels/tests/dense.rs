@@ -5,7 +5,9 @@
 
 use csf_build::{build, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Quantize};
 use csf_core::OwnedCsf;
-use csf_kernels::{cp_als, CpInit, CpOptions, MatRef, Matrix, Tensor, Ttv};
+#[cfg(feature = "build")]
+use csf_kernels::Ttv;
+use csf_kernels::{cp_als, CpInit, CpOptions, MatRef, Matrix, Tensor};
 
 /// A small deterministic generator (SplitMix64).
 struct Rng(u64);
@@ -173,6 +175,7 @@ fn check_all(rng: &mut Rng, shape: &[u64], count: usize, order: &[u32], leaves: 
     for mode in 0..shape.len() {
         check_unfold(&tensor, shape, &coords, &held, mode, &what);
         check_ttm(rng, &tensor, shape, &coords, &held, mode, &what);
+        #[cfg(feature = "build")]
         check_ttv(rng, &tensor, shape, &coords, &held, mode, &what);
     }
 }
@@ -241,6 +244,7 @@ fn check_ttm(
     assert_eq!(y.shape, expected_shape);
 }
 
+#[cfg(feature = "build")]
 fn check_ttv(
     rng: &mut Rng,
     tensor: &Tensor<'_, f64>,
@@ -342,6 +346,7 @@ fn shape_errors_are_reported() {
     let err = tensor.mttkrp(&[a.as_ref(), b.as_ref()], 0).unwrap_err();
     assert_eq!(err.to_string(), "2 factor matrices given for a rank-3 tensor");
     assert!(matches!(tensor.unfold(3), Err(csf_kernels::KernelError::BadMode { mode: 3, rank: 3 })));
+    #[cfg(feature = "build")]
     assert!(matches!(tensor.ttv(&[1.0], 0), Err(csf_kernels::KernelError::VectorLength { len: 1, .. })));
 }
 

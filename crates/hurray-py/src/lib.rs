@@ -2,7 +2,8 @@
 //!
 //! A thin binding: every function converts its arguments, calls the Rust
 //! crates (`csf-build` to build and re-order, `csf-validate` to validate,
-//! `csf-core` to look up and iterate), and converts the result or the error.
+//! `csf-core` to look up and iterate, `csf-kernels` for MTTKRP, TTV, TTM,
+//! unfolding, norms and CP-ALS), and converts the result or the error.
 //! It holds no algorithm of its own.
 //!
 //! A tensor crosses the boundary as its container bytes: a read-only numpy
@@ -18,6 +19,7 @@ use pyo3::prelude::*;
 mod build;
 mod compute;
 mod errors;
+mod kernels;
 mod read;
 mod select;
 mod values;
@@ -40,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read::to_dense, m)?)?;
     compute::register(m)?;
     select::register(m)?;
+    kernels::register(m)?;
     Ok(())
 }

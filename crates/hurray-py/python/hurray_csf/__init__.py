@@ -10,6 +10,9 @@ values up, all in Rust (the hurray-csf crates) with the GIL released::
     t[:, 1:]              # a CsfTensor of shape (2, 2, 4); t[1] is a 2-D sparse.COO
     hc.save(t, "t.hurray")
     u = hc.load("t.hurray")  # a memory map, validated strictly
+
+and compute with csf-kernels: ``t.mttkrp(factors, mode)``, ``t.ttv``,
+``t.ttm``, ``t.unfold``, ``t.norm()`` and ``hc.cp_als(t, rank)``.
 """
 
 from ._errors import (
@@ -22,6 +25,7 @@ from ._errors import (
     Warning_ as ValidationWarning,
 )
 from ._build import from_coo, from_dense
+from ._decompose import CPResult, cp_als
 from ._files import Report, from_bytes, load, save, validate
 from ._interop import from_pandas, from_pyarrow, from_sparse, from_torch
 from ._native import __version__
@@ -30,6 +34,7 @@ from ._tensor import AutoChoice, CsfTensor
 __all__ = [
     "AutoChoice",
     "BuildError",
+    "CPResult",
     "CsfTensor",
     "DuplicateError",
     "FormatError",
@@ -39,6 +44,7 @@ __all__ = [
     "ValidationWarning",
     "Violation",
     "__version__",
+    "cp_als",
     "from_bytes",
     "from_coo",
     "from_dense",

@@ -167,3 +167,23 @@ def little_endian_bytes(values: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
     they already are)."""
     flat = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
     return flat.view(np.uint8).reshape(-1)
+
+
+def float_operand(value: Any, what: str, ndim: int, single: bool) -> npt.NDArray[Any]:
+    """An operand of a kernel (a factor matrix, a vector) as ``float32`` when
+    ``single``, else ``float64``: the array itself when it already is (the
+    kernel borrows a C-contiguous one; Rust copies any other), a converted
+    copy otherwise. Booleans, integers and floats convert; complex numbers
+    and objects are refused (``TypeError``), a wrong rank is a ``ValueError``."""
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must hold real numbers, not {a.dtype}")
+    if a.ndim != ndim:
+        raise ValueError(f"{what} must be a {ndim}-D array, not {a.ndim}-D")
+    return a.astype(np.float32 if single else np.float64, copy=False)
+
+
+def single_precision(*arrays: npt.NDArray[Any]) -> bool:
+    """Whether kernels on these operands run in ``float32``: when every one
+    is ``float32`` (numpy's promotion of them would stay ``float32``)."""
+    return bool(arrays) and all(np.asarray(a).dtype == np.float32 for a in arrays)

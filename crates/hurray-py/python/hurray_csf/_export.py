@@ -1,4 +1,5 @@
-"""Conversions of a tensor to pyarrow, pydata sparse, torch and pandas.
+"""Conversions of a tensor to pyarrow, pydata sparse, torch and pandas, and
+of kernel results to scipy.sparse.
 
 Each package is imported only when its conversion is called, with a clear
 ``ImportError`` naming it when it is missing. The conversions move arrays;
@@ -111,3 +112,14 @@ def to_pandas(t: "CsfTensor", names: Optional[Sequence[Any]]) -> "pandas.Series[
         raise ValueError(f"names must name the {t.rank} dimensions, not {len(names)}")
     index = pd.MultiIndex.from_arrays([coords[:, d] for d in range(t.rank)], names=names)
     return pd.Series(values, index=index)  # type: ignore[no-any-return]
+
+
+def scipy_csr(rows: int, cols: int, indptr: npt.NDArray[np.uint64], indices: npt.NDArray[np.uint64], data: npt.NDArray[Any]) -> Any:
+    """A ``scipy.sparse.csr_array`` of a CSR matrix made in Rust (csf-kernels'
+    ``Csr``: every index below 2^63, so scipy's ``int64`` indices are views of
+    ours; scipy may narrow them to ``int32`` when they fit). Its columns are
+    sorted and unique (``has_canonical_format``)."""
+    scipy_sparse = require("scipy.sparse", "scipy")
+    matrix = scipy_sparse.csr_array((data, indices.view(np.int64), indptr.view(np.int64)), shape=(rows, cols))
+    matrix.has_canonical_format = True
+    return matrix

@@ -68,3 +68,36 @@ def equals(a: _Bytes, b: _Bytes) -> bool: ...
 def sum(
     raw: _Bytes, axes: Sequence[int], max_elements: int, threads: Optional[int]
 ) -> Union[Tuple[Literal["tensor"], _Bytes], Tuple[Literal["dense"], List[int], _Bytes, str]]: ...
+
+# csf-kernels (src/kernels.rs). Operands are all float32 or all float64
+# arrays, and the kernel runs in that type; `single` picks it where there is
+# no operand. Matrices come back flat, in C order.
+_Floats = Union[npt.NDArray[np.float32], npt.NDArray[np.float64]]
+_Csr = Tuple[Literal["csr"], int, int, npt.NDArray[np.uint64], npt.NDArray[np.uint64], _Floats]
+
+def mttkrp(raw: _Bytes, factors: Sequence[_Floats], mode: int, threads: Optional[int]) -> _Floats: ...
+def ttv(
+    raw: _Bytes, vector: _Floats, mode: int, threads: Optional[int]
+) -> Union[Tuple[Literal["tensor"], _Bytes], _Csr]: ...
+# `max_elements`: None for the fibres as COO (coordinates flat, `rank` per
+# element), a budget for a dense array in C order.
+def ttm(
+    raw: _Bytes, matrix: _Floats, mode: int, max_elements: Optional[int], threads: Optional[int]
+) -> Union[
+    Tuple[Literal["coo"], List[int], npt.NDArray[np.uint64], _Floats],
+    Tuple[Literal["dense"], List[int], _Floats],
+]: ...
+def unfold(raw: _Bytes, mode: int, single: bool, threads: Optional[int]) -> _Csr: ...
+def norm(raw: _Bytes, single: bool) -> float: ...
+# (weights, factors flat, fit per iteration, seconds per iteration, converged)
+def cp_als(
+    raw: _Bytes,
+    rank: int,
+    max_iters: int,
+    tol: float,
+    seed: int,
+    init: Optional[Sequence[_Floats]],
+    single: bool,
+    trees: int,
+    threads: Optional[int],
+) -> Tuple[_Floats, List[_Floats], List[float], List[float], bool]: ...

@@ -22,11 +22,13 @@ from ._common import (
     ModeOrder,
     dtype_argument,
     element_type_of,
+    float_operand,
     freeze,
     integer,
     little_endian_bytes,
     mode_order_argument,
     native_dtype,
+    single_precision,
     threads_argument,
     values_from,
 )
@@ -435,6 +437,139 @@ class CsfTensor:
         raw, auto, removed = _native.reorder(self._bytes(), order, threads_argument(threads))
         return self._derived(raw, _auto=auto, _removed=removed)
 
+    # -- kernels (csf-kernels) -------------------------------------------------
+    #
+    # Each runs in Rust with the GIL released, on `threads` worker threads
+    # (`from_coo`'s argument). A tensor read permissively is validated
+    # strictly first, as for the conversions: a kernel's result means
+    # something only on a valid tensor.
+
+    def mttkrp(self, factors: Sequence[npt.ArrayLike], mode: int, *, threads: Optional[int] = None) -> npt.NDArray[Any]:
+        """The matricized tensor times the Khatri-Rao product of the factors:
+        ``X_(mode) @ khatri_rao(factors, skip=mode)``, an ``(I_mode, R)`` array.
+
+        ``factors`` holds one ``(I_n, R)`` matrix per dimension (TensorLy's
+        and pyttb's convention); ``factors[mode]`` is not read but must have
+        its shape. When every factor is ``float32`` the product is computed
+        and returned in ``float32``, otherwise in ``float64`` (other numbers
+        are converted). C-contiguous factors of that type are read in place,
+        without a copy. The values of a quantized tensor are dequantized.
+
+        >>> import numpy as np, hurray_csf as hc
+        >>> t = hc.from_coo(np.array([[0, 0, 1], [1, 2, 0]]), np.array([2.0, 3.0]), (2, 3, 2))
+        >>> ones = [np.ones((n, 1)) for n in t.shape]
+        >>> t.mttkrp(ones, 1).ravel().tolist()   # the sum of each slice along mode 1
+        [2.0, 0.0, 3.0]
+        """
+        if isinstance(factors, np.ndarray) or not isinstance(factors, Sequence):
+            raise TypeError(f"factors must be a sequence of {self.rank} matrices, one per dimension")
+        arrays = [np.asarray(f) for f in factors]
+        single = single_precision(*arrays)
+        converted = [float_operand(f, f"factors[{i}]", 2, single) for i, f in enumerate(arrays)]
+        m = _mode(mode, self.rank)
+        out = _native.mttkrp(self._validated()._bytes(), converted, m, threads_argument(threads))
+        columns = converted[0].shape[1] if converted else 0
+        return out.reshape(self.shape[m], columns)
+
+    def ttv(self, vector: npt.ArrayLike, mode: int, *, threads: Optional[int] = None) -> Any:
+        """The tensor times a vector along ``mode`` (TensorLy's ``mode_dot``
+        with a vector, the Tensor Toolbox's ``ttv``): ``mode`` is summed away,
+        ``y[..] = sum_i x[.., i, ..] * vector[i]``.
+
+        The result has one dimension fewer: a ``CsfTensor`` for a tensor of
+        rank 4 or more (in this tensor's mode order less ``mode``), a
+        ``scipy.sparse.csr_array`` for a tensor of rank 3. It holds an entry
+        wherever some non-zero of the tensor projects, even when the sum is
+        zero. Computed in ``float32`` for a ``float32`` vector, else in
+        ``float64``.
+
+        >>> import numpy as np, hurray_csf as hc
+        >>> t = hc.from_coo(np.array([[0, 0, 1], [1, 2, 0]]), np.array([2.0, 3.0]), (2, 3, 2))
+        >>> t.ttv(np.array([1.0, 10.0]), 0).toarray().tolist()
+        [[0.0, 2.0], [0.0, 0.0], [30.0, 0.0]]
+        """
+        v = np.asarray(vector)
+        v = float_operand(v, "vector", 1, single_precision(v))
+        result = _native.ttv(self._validated()._bytes(), v, _mode(mode, self.rank), threads_argument(threads))
+        if result[0] == "tensor":
+            return self._derived(result[1])
+        _, rows, cols, indptr, indices, data = result
+        return _export.scipy_csr(rows, cols, indptr, indices, data)
+
+    def ttm(
+        self,
+        matrix: npt.ArrayLike,
+        mode: int,
+        *,
+        dense: bool = False,
+        max_elements: int = DENSE_LIMIT,
+        threads: Optional[int] = None,
+    ) -> Any:
+        """The tensor times a ``(J, I_mode)`` matrix along ``mode``
+        (TensorLy's ``mode_dot``, the Tensor Toolbox's ``ttm``):
+        ``y[.., j, ..] = sum_i x[.., i, ..] * matrix[j, i]``, of the shape of
+        the tensor with ``J`` at ``mode``.
+
+        The result is dense along ``mode`` and sparse in the other
+        dimensions: a pydata ``sparse.COO`` of the full shape holding the
+        whole length-``J`` fibre (zeros included) at every combination of
+        the other coordinates where the tensor has a non-zero; with
+        ``dense=True``, a numpy array instead, refused (``ValueError``) past
+        ``max_elements`` elements as ``to_dense`` is. Computed in ``float32``
+        for a ``float32`` matrix, else in ``float64``.
+
+        >>> import numpy as np, hurray_csf as hc
+        >>> t = hc.from_coo(np.array([[0, 0, 1], [1, 2, 0]]), np.array([2.0, 3.0]), (2, 3, 2))
+        >>> y = t.ttm(np.array([[1.0, 1.0], [1.0, -1.0]]), 2, dense=True)
+        >>> y.shape, y[0, 0].tolist(), y[1, 2].tolist()
+        ((2, 3, 2), [2.0, -2.0], [3.0, 3.0])
+        """
+        u = np.asarray(matrix)
+        u = float_operand(u, "matrix", 2, single_precision(u))
+        m = _mode(mode, self.rank)
+        budget = _limit(max_elements) if dense else None
+        result = _native.ttm(self._validated()._bytes(), u, m, budget, threads_argument(threads))
+        if result[0] == "dense":
+            _, shape, values = result
+            return values.reshape(tuple(shape))
+        _, shape, coords, values = result
+        # The fibres come in the order of the tree's levels less `mode`, the
+        # dense coordinate fastest: row-major when that is the identity order
+        # and `mode` is the last dimension.
+        others = tuple(d for d in self.mode_order if d != m)
+        in_order = others == tuple(range(self.rank - 1)) and m == self.rank - 1
+        return _export.sparse_coo(coords.reshape(-1, self.rank), values, tuple(shape), sorted=in_order)
+
+    def unfold(self, mode: int, *, threads: Optional[int] = None) -> Any:
+        """The mode-``mode`` unfolding (matricization): a
+        ``scipy.sparse.csr_array`` of shape ``(I_mode, prod of the other
+        extents)`` whose columns number the other coordinates in C order
+        (the last dimension fastest), as TensorLy's ``unfold`` and
+        ``np.moveaxis(x, mode, 0).reshape(I_mode, -1)`` number them. Values
+        are ``float32`` for a ``float32`` or ``float16`` tensor, ``float64``
+        otherwise (quantized ones dequantized). A width of 2^63 columns or
+        more raises ``OverflowError``.
+
+        >>> import numpy as np, hurray_csf as hc
+        >>> t = hc.from_coo(np.array([[0, 0, 1], [1, 2, 0]]), np.array([2.0, 3.0]), (2, 3, 2))
+        >>> t.unfold(2).toarray().tolist()
+        [[0.0, 0.0, 0.0, 0.0, 0.0, 3.0], [2.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
+        """
+        single = self.dtype in (np.dtype(np.float32), np.dtype(np.float16))
+        result = _native.unfold(self._validated()._bytes(), _mode(mode, self.rank), single, threads_argument(threads))
+        _, rows, cols, indptr, indices, data = result
+        return _export.scipy_csr(rows, cols, indptr, indices, data)
+
+    def norm(self) -> float:
+        """The Frobenius norm, ``sqrt(sum of the squared values)``, summed in
+        ``float64`` (quantized values dequantized).
+
+        >>> import numpy as np, hurray_csf as hc
+        >>> hc.from_coo(np.array([[0, 0, 1], [1, 2, 0]]), np.array([3.0, 4.0]), (2, 3, 2)).norm()
+        5.0
+        """
+        return float(_native.norm(self._validated()._bytes(), self.dtype == np.float32))
+
     # -- bytes and files ---------------------------------------------------
 
     def to_bytes(self) -> bytes:
@@ -472,6 +607,15 @@ def _limit(max_elements: Any) -> int:
     if not 0 <= limit < 1 << 64:
         raise ValueError(f"max_elements must be between 0 and 2^64 - 1, not {limit}")
     return limit
+
+
+def _mode(mode: Any, rank: int) -> int:
+    """A dimension of a tensor of rank ``rank`` (negative ones count from the
+    end, as numpy's axes), or numpy's ``AxisError``."""
+    m = integer(mode, "mode")
+    if not -rank <= m < rank:
+        raise _axis_error(f"mode {m} is out of bounds for a tensor of dimension {rank}")
+    return m % rank
 
 
 def _prefix(index: Tuple[Any, ...], shape: Tuple[int, ...]) -> List[int]:
