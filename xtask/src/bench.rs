@@ -98,19 +98,27 @@ const SECTIONS: &[Section] = &[
         default_nnz: 10_000_000,
         run: python,
     },
+    Section {
+        name: "kernels",
+        title: "Kernels: MTTKRP and CP-ALS",
+        about: "`hurray cpd --timings` (MTTKRP per mode, CP-ALS iterations with one and two trees) on the \
+                uniform and power-law tensors and the real ones, against SPLATT's `bench -a csf` and `cpd`",
+        default_nnz: 10_000_000,
+        run: crate::bench_kernels::kernels,
+    },
 ];
 
 const USAGE: &str = "usage: cargo xtask bench SECTION... [--nnz N] [--rounds R] [--threads 1,2] \
                      [--filter TEXT] [--memory SIZE]\n       cargo xtask bench criterion [ARGS...]";
 
 /// Options shared by the sections.
-struct Ctx {
+pub(crate) struct Ctx {
     /// `--nnz`: the size of the synthetic tensors (each section has a default).
-    nnz: Option<usize>,
+    pub(crate) nnz: Option<usize>,
     /// `--rounds`: alternated runs of each `hurray convert` and script.
-    rounds: usize,
+    pub(crate) rounds: usize,
     /// `--threads`: thread counts for `hurray convert`.
-    threads: Vec<usize>,
+    pub(crate) threads: Vec<usize>,
     /// `--filter`: passed to csf-build's bench and `auto_cost`.
     filter: Option<String>,
     /// `--memory`: the external build's budget.
@@ -235,14 +243,14 @@ impl Ctx {
         cmd
     }
 
-    fn data_dir(&self) -> Result<PathBuf> {
+    pub(crate) fn data_dir(&self) -> Result<PathBuf> {
         let dir = self.target.join("bench-data");
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(dir)
     }
 
     /// The release `hurray` binary, built once per run along with `gen_tns`.
-    fn hurray(&self) -> Result<PathBuf> {
+    pub(crate) fn hurray(&self) -> Result<PathBuf> {
         if !self.built_cli.get() {
             run(cargo_cmd().args([
                 "build",
@@ -262,7 +270,7 @@ impl Ctx {
 
     /// A uniform rank-3 file of `nnz` lines over 2000^3 with integer values
     /// (`gen_tns`'s defaults, seed 42), made once and kept.
-    fn uniform_tns(&self, nnz: usize) -> Result<PathBuf> {
+    pub(crate) fn uniform_tns(&self, nnz: usize) -> Result<PathBuf> {
         self.hurray()?;
         let path = self.data_dir()?.join(format!("u{nnz}.tns"));
         if fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
@@ -274,6 +282,27 @@ impl Ctx {
             .arg(&partial)
             .arg(nnz.to_string())
             .args(["2000", "3", "int", "42", "uniform"]))?;
+        fs::rename(&partial, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// A power-law rank-3 file of `nnz` lines over 5000 x 50000 x 500000
+    /// with real values (`gen_tns ... real 42 powerlaw`), made once and kept.
+    pub(crate) fn powerlaw_tns(&self, nnz: usize) -> Result<PathBuf> {
+        self.hurray()?;
+        let path = self.data_dir()?.join(format!("p{nnz}.tns"));
+        if fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
+            return Ok(path);
+        }
+        let partial = path.with_extension("tns.partial");
+        let gen = self.target.join("release/examples/gen_tns");
+        run(Command::new(gen).arg(&partial).arg(nnz.to_string()).args([
+            "5000x50000x500000",
+            "3",
+            "real",
+            "42",
+            "powerlaw",
+        ]))?;
         fs::rename(&partial, &path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
@@ -867,8 +896,8 @@ fn convert_rounds(ctx: &Ctx, file: &Path, threads: usize, extra: &[&str]) -> Res
 // ---------------------------------------------------------------------------
 // SPLATT.
 
-struct Splatt {
-    bin: PathBuf,
+pub(crate) struct Splatt {
+    pub(crate) bin: PathBuf,
 }
 
 /// One SPLATT run's timers (seconds) and peak RSS (bytes, when measured).
@@ -882,7 +911,7 @@ struct SplattRounds(Vec<SplattRun>);
 impl Splatt {
     /// `$SPLATT` (the binary, or a directory holding `splatt` or
     /// `bin/splatt`), else `splatt` on `PATH`.
-    fn find() -> Option<Splatt> {
+    pub(crate) fn find() -> Option<Splatt> {
         if let Some(given) = env::var_os("SPLATT").map(PathBuf::from) {
             return [given.clone(), given.join("splatt"), given.join("bin/splatt")]
                 .into_iter()
@@ -936,6 +965,65 @@ impl Splatt {
             runs.push(SplattRun { timers, rss });
         }
         Ok(SplattRounds(runs))
+    }
+}
+
+impl Splatt {
+    /// `splatt bench FILE -a csf -r 16 -i 3 -t T`, `rounds` times: the
+    /// median seconds of each mode's one-CSF MTTKRP.
+    pub(crate) fn mttkrp_rounds(&self, file: &Path, threads: usize, rounds: usize) -> Result<Vec<f64>> {
+        let mut modes: Vec<Vec<f64>> = Vec::new();
+        for _ in 0..rounds {
+            let mut cmd = Command::new(&self.bin);
+            cmd.arg("bench").arg(file).args(["-a", "csf", "-r", "16", "-i", "3", "-t", &threads.to_string()]);
+            cmd.env("OMP_NUM_THREADS", threads.to_string());
+            let (out, _) = capture(&mut cmd, false)?;
+            // "  mode 1 0.088s"
+            for line in out.lines().map(str::trim).filter(|l| l.starts_with("mode ")) {
+                let mut words = line.split_whitespace().skip(1);
+                let (Some(mode), Some(secs)) = (words.next(), words.next()) else { continue };
+                let (Ok(mode), Ok(secs)) = (mode.parse::<usize>(), secs.trim_end_matches('s').parse::<f64>())
+                else {
+                    continue;
+                };
+                if mode >= 1 {
+                    if modes.len() < mode {
+                        modes.resize(mode, Vec::new());
+                    }
+                    modes[mode - 1].push(secs);
+                }
+            }
+        }
+        if modes.is_empty() {
+            return Err(format!("{} bench printed no `mode N SECONDS` line", self.bin.display()));
+        }
+        Ok(modes.into_iter().map(median).collect())
+    }
+
+    /// `splatt cpd FILE -r 16 -i 5 --tol 0 --nowrite -v -t T --csf CSF`,
+    /// `rounds` times: the median seconds of an iteration.
+    pub(crate) fn cpd_rounds(&self, file: &Path, threads: usize, rounds: usize, csf: &str) -> Result<f64> {
+        let mut its = Vec::new();
+        for _ in 0..rounds {
+            let mut cmd = Command::new(&self.bin);
+            cmd.arg("cpd").arg(file).args(["-r", "16", "-i", "5", "--tol=0", "--nowrite", "-v"]);
+            cmd.args(["-t", &threads.to_string(), &format!("--csf={csf}")]);
+            cmd.env("OMP_NUM_THREADS", threads.to_string());
+            let (out, _) = capture(&mut cmd, false)?;
+            // "  its =   1 (0.326s)  fit = 0.00001  delta = +6.3165e-06"
+            for line in out.lines().map(str::trim).filter(|l| l.starts_with("its =")) {
+                let secs = line
+                    .split('(')
+                    .nth(1)
+                    .and_then(|r| r.split("s)").next())
+                    .and_then(|s| s.parse::<f64>().ok());
+                its.extend(secs);
+            }
+        }
+        if its.is_empty() {
+            return Err(format!("{} cpd printed no `its = N (SECONDS)` line", self.bin.display()));
+        }
+        Ok(median(its))
     }
 }
 
@@ -1062,7 +1150,7 @@ fn criterion_rates(text: &str) -> BTreeMap<String, f64> {
 
 /// Runs `cmd` and returns its stdout and stderr; `echo` streams both to our
 /// stderr as they come (progress for long benches).
-fn capture(cmd: &mut Command, echo: bool) -> Result<(String, String)> {
+pub(crate) fn capture(cmd: &mut Command, echo: bool) -> Result<(String, String)> {
     let shown = show(cmd);
     eprintln!("$ {shown}");
     let mut child = cmd
@@ -1198,7 +1286,7 @@ fn parse_count(text: &str) -> Option<usize> {
     (n >= 1.0 && n.fract() == 0.0).then_some(n as usize)
 }
 
-fn count(n: usize) -> String {
+pub(crate) fn count(n: usize) -> String {
     match n {
         n if n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
         n if n % 1000 == 0 => format!("{}k", n / 1000),
@@ -1221,7 +1309,7 @@ fn parse_bytes(text: &str) -> Option<f64> {
     Some(value * scale)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.retain(|v| v.is_finite());
     if values.is_empty() {
         return f64::NAN;

@@ -9,6 +9,7 @@
 //! never be able to break the tool that checks dependency updates.
 
 mod bench;
+mod bench_kernels;
 mod demo;
 mod embedded;
 mod features;
