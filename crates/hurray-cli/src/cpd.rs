@@ -17,6 +17,10 @@ use crate::read;
 /// Runs `cpd`.
 pub fn run(args: &CpdArgs, quiet: bool) -> Result<()> {
     let path = args.file.as_path();
+    // The output directory first: a decomposition is not run to be lost.
+    if let Some(dir) = &args.output {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
     let input = files::open(path, true)?;
     let view = read::view(path, &input, args.permissive)?;
     if args.precision == "f32" {
@@ -105,7 +109,6 @@ fn plural(n: usize) -> &'static str {
 /// Writes every file to a temporary name, then renames them all: an error
 /// leaves no file half written.
 fn write_npy<T: Scalar + npyz::AutoSerialize>(dir: &Path, result: &CpResult<T>) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut outputs = Vec::new();
     let weights = Matrix::from_rows(1, result.weights.len(), result.weights.clone())
         .map_err(|e| Error::data(dir, e))?;

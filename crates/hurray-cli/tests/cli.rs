@@ -1123,3 +1123,111 @@ fn convert_within_a_budget_fails_cleanly_when_the_disk_fills_at_any_stage() {
         assert!(left.is_empty(), "limit {limit_kib} KiB left {left:?}");
     }
 }
+
+/// A `.npy` file's dtype descriptor, shape and data bytes (format 1.0, as
+/// `hurray cpd` writes it).
+fn npy(path: &Path) -> (String, Vec<u64>, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "{}: the .npy magic", path.display());
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(header.contains("'fortran_order': False"), "C order: {header}");
+    let descr = header.split("'descr': '").nth(1).unwrap().split('\'').next().unwrap().to_string();
+    let shape = header.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
+    let shape = shape.split(',').filter_map(|d| d.trim().parse().ok()).collect();
+    (descr, shape, bytes[10 + header_len..].to_vec())
+}
+
+/// The fit of each iteration `hurray cpd` printed.
+fn fits(out: &Output) -> Vec<f64> {
+    stdout(out)
+        .lines()
+        .filter_map(|l| l.split("fit ").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn cpd_writes_weights_and_factors_as_npy() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &[]);
+    let out_dir = dir.path().join("cp");
+    let out = ok(["cpd", s(&file), "-r", "2", "--iters", "30", "--tol", "0", "-o", s(&out_dir)]);
+    let fits = fits(&out);
+    assert_eq!(fits.len(), 30, "one fit line per iteration: {}", stdout(&out));
+    assert!(fits.windows(2).all(|w| w[1] >= w[0] - 1e-6), "ALS never loses fit: {fits:?}");
+    let (descr, shape, data) = npy(&out_dir.join("weights.npy"));
+    assert_eq!((descr.as_str(), shape.as_slice(), data.len()), ("<f8", &[2][..], 16));
+    let weights: Vec<f64> = data.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+    assert!(weights[0] >= weights[1] && weights[1] >= 0.0, "weights in decreasing order: {weights:?}");
+    for (n, rows) in [2u64, 3, 4].into_iter().enumerate() {
+        let (descr, shape, data) = npy(&out_dir.join(format!("factor_{n}.npy")));
+        assert_eq!((descr.as_str(), shape, data.len() as u64), ("<f8", vec![rows, 2], rows * 2 * 8));
+        // Columns of unit 2-norm.
+        let x: Vec<f64> = data.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+        for col in 0..2 {
+            let norm: f64 = x.iter().skip(col).step_by(2).map(|v| v * v).sum::<f64>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-9, "factor {n} column {col} has norm {norm}");
+        }
+    }
+    // No temporary file is left beside them.
+    let names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+}
+
+#[test]
+fn cpd_is_deterministic_and_reports_timings() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &[]);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let first = ok(["--threads", "1", "cpd", s(&file), "-r", "3", "--seed", "7", "--timings", "-o", s(&a)]);
+    ok(["--threads", "1", "cpd", s(&file), "-r", "3", "--seed", "7", "-o", s(&b)]);
+    for name in ["weights.npy", "factor_0.npy", "factor_1.npy", "factor_2.npy"] {
+        assert_eq!(std::fs::read(a.join(name)).unwrap(), std::fs::read(b.join(name)).unwrap(), "{name}");
+    }
+    let timings: Vec<String> =
+        stderr(&first).lines().filter(|l| l.contains("mttkrp per mode")).map(String::from).collect();
+    assert_eq!(timings.len(), fits(&first).len(), "one timing line per iteration");
+    let modes = timings[0].split("mttkrp per mode ").nth(1).unwrap();
+    assert_eq!(modes.trim_end_matches(" s").split_whitespace().count(), 3, "{modes}");
+    // A second tree and f32 factors: the same decomposition, to rounding.
+    let two = ok(["cpd", s(&file), "-r", "3", "--seed", "7", "--trees", "2"]);
+    let single = ok([
+        "cpd",
+        s(&file),
+        "-r",
+        "3",
+        "--seed",
+        "7",
+        "--precision",
+        "f32",
+        "-o",
+        s(&dir.path().join("f32")),
+    ]);
+    for (x, y) in fits(&two).iter().zip(fits(&first).iter()) {
+        assert!((x - y).abs() < 1e-6, "two trees: {x} vs {y}");
+    }
+    assert_eq!(fits(&single).len(), fits(&first).len().min(fits(&single).len()));
+    assert_eq!(npy(&dir.path().join("f32/factor_1.npy")).0, "<f4");
+}
+
+#[test]
+fn cpd_refuses_bad_arguments_with_one_line() {
+    let dir = tmp();
+    let file = spec_file(dir.path(), &[]);
+    let zero = hurray(["cpd", s(&file), "-r", "0"]);
+    assert_eq!(code(&zero), 2, "{}", stderr(&zero));
+    let missing = hurray(["cpd", s(&dir.path().join("missing.hurray")), "-r", "2"]);
+    assert_eq!(code(&missing), 1);
+    assert_eq!(stderr(&missing).lines().count(), 1, "{}", stderr(&missing));
+    // An output "directory" that is a file: an error, and nothing written.
+    let blocker = dir.path().join("blocker");
+    std::fs::write(&blocker, b"x").unwrap();
+    let failed = hurray(["cpd", s(&file), "-r", "2", "-o", s(&blocker)]);
+    assert_eq!(code(&failed), 1, "{}", stderr(&failed));
+    assert!(stderr(&failed).starts_with("hurray: "), "{}", stderr(&failed));
+    assert_eq!(stderr(&failed).lines().count(), 1, "{}", stderr(&failed));
+    assert_eq!(std::fs::read(&blocker).unwrap(), b"x");
+}
