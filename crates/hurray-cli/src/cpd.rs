@@ -2,7 +2,7 @@
 //! fit per iteration on stdout, the factors as `.npy` files.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use npyz::WriterBuilder;
@@ -130,7 +130,7 @@ fn write_npy<T: Scalar + npyz::AutoSerialize>(dir: &Path, result: &CpResult<T>) 
 
 fn write_array<T: npyz::AutoSerialize + Copy>(
     out: &mut Output,
-    path: &PathBuf,
+    path: &Path,
     shape: &[u64],
     data: &[T],
 ) -> Result<()> {
