@@ -363,6 +363,9 @@ const PYTHON_TOOLS: &[&str] = &[
     "pandas",
     "mypy",
     "pandas-stubs",
+    // The peers of `cp_als`'s agreement tests (both need Python 3.11).
+    "tensorly>=0.9,<0.11; python_version >= '3.11'",
+    "pyttb>=1.8,<1.9; python_version >= '3.11'",
 ];
 
 /// The Python package, as a user gets it: a virtual environment under

@@ -78,7 +78,9 @@ impl<T> CpOptions<T> {
 pub struct IterationStats {
     /// The iteration, from 1.
     pub iteration: usize,
-    /// The fit after it, `1 - ||X - P|| / ||X||`.
+    /// The fit after it, `1 - ||X - P|| / ||X||`; for a tensor of norm 0
+    /// (no non-zero value), `||P||^2 - 2 <X, P>` instead, as the Tensor
+    /// Toolbox reports it.
     pub fit: f64,
     /// How much the fit changed (the absolute difference from the previous
     /// iteration's; from 0 for the first).
@@ -130,8 +132,10 @@ impl<T> CpResult<T> {
 /// ```
 ///
 /// # Errors
-/// [`KernelError::ZeroRank`], [`KernelError::FactorCount`] or
-/// [`KernelError::FactorShape`] for initial factors that do not fit,
+/// [`KernelError::ZeroRank`], [`KernelError::FactorCount`],
+/// [`KernelError::FactorShape`] or [`KernelError::InitRank`] for initial
+/// factors that do not fit, [`KernelError::OutOfMemory`] for factors too
+/// large to allocate,
 /// [`KernelError::NotFinite`] when an update is not finite.
 pub fn cp_als<T: Scalar>(tensor: &Tensor<'_, T>, options: &CpOptions<T>) -> Result<CpResult<T>, KernelError> {
     cp_als_with(tensor, options, |_| {})
@@ -156,7 +160,10 @@ pub fn cp_als_with<T: Scalar>(
     let mut factors = initial(&extents, options)?;
     {
         let refs: Vec<MatRef<'_, T>> = factors.iter().map(Matrix::as_ref).collect();
-        tensor.check_factors(&refs, 0)?;
+        let cols = tensor.check_factors(&refs, 0)?;
+        if cols != r {
+            return Err(KernelError::InitRank { cols, rank: r });
+        }
     }
     let norm_x = tensor.norm();
     let mut grams: Vec<DMatrix<f64>> = factors.iter().map(gram).collect();
@@ -185,14 +192,16 @@ pub fn cp_als_with<T: Scalar>(
             }
             let v_inv = inverse(v);
             let mut updated = times(&m, &v_inv, tensor.parallel)?;
-            // Column norms into the weights.
-            for (c, w) in weights.iter_mut().enumerate() {
-                let column = updated.as_slice().iter().skip(c).step_by(r).map(|x| x.to_f64());
-                *w = if iteration == 1 {
-                    sqrt(column.map(|x| x * x).sum())
-                } else {
-                    column.fold(1.0f64, |acc, x| acc.max(abs(x)))
-                };
+            // Column norms into the weights, in one pass over the rows.
+            weights.iter_mut().for_each(|w| *w = if iteration == 1 { 0.0 } else { 1.0 });
+            for row in updated.as_slice().chunks_exact(r) {
+                for (w, &x) in weights.iter_mut().zip(row) {
+                    let x = x.to_f64();
+                    *w = if iteration == 1 { *w + x * x } else { w.max(abs(x)) };
+                }
+            }
+            if iteration == 1 {
+                weights.iter_mut().for_each(|w| *w = sqrt(*w));
             }
             let scale: Vec<T> =
                 weights.iter().map(|&w| T::from_f64(if w == 0.0 { 1.0 } else { 1.0 / w })).collect();
@@ -274,13 +283,18 @@ fn initial<T: Scalar>(extents: &[usize], options: &CpOptions<T>) -> Result<Vec<M
 /// `U^T U`, in `f64`.
 fn gram<T: Scalar>(u: &Matrix<T>) -> DMatrix<f64> {
     let r = u.cols();
-    // Row-major upper triangle, mirrored below: the matrix is symmetric.
+    // The upper triangle, row by row, one rank-one update per row of `U`;
+    // mirrored below at the end (the matrix is symmetric).
     let mut g = vec![0.0f64; r * r];
+    let mut x = vec![0.0f64; r];
     for row in u.as_slice().chunks_exact(r.max(1)) {
-        for (i, (&a, out)) in row.iter().zip(g.chunks_exact_mut(r)).enumerate() {
-            let a = a.to_f64();
-            for (o, &b) in out.iter_mut().zip(row).skip(i) {
-                *o += a * b.to_f64();
+        for (d, &s) in x.iter_mut().zip(row) {
+            *d = s.to_f64();
+        }
+        for (i, out) in g.chunks_exact_mut(r).enumerate() {
+            let a = x.get(i).copied().unwrap_or(0.0);
+            for (o, &b) in out.iter_mut().skip(i).zip(x.iter().skip(i)) {
+                *o += a * b;
             }
         }
     }

@@ -123,6 +123,51 @@ pub enum KernelError {
         /// Its columns.
         cols: usize,
     },
+    /// The allocator refused a result whose size comes from the tensor's
+    /// extents (an output of `I_n` rows, say).
+    #[error("cannot allocate the {what} ({bytes} bytes)")]
+    OutOfMemory {
+        /// What was being allocated.
+        what: &'static str,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A TTM matrix without a column per index of its mode.
+    #[error("the TTM matrix is {rows} x {cols}; mode {mode} needs {extent} columns")]
+    TtmMatrix {
+        /// The matrix's rows.
+        rows: usize,
+        /// Its columns.
+        cols: usize,
+        /// The mode.
+        mode: usize,
+        /// The mode's extent.
+        extent: u64,
+    },
+    /// Kruskal weights that are not one per column of the factors.
+    #[error("{len} weights for factors of {rank} columns")]
+    WeightsLength {
+        /// The weights given.
+        len: usize,
+        /// The factors' column count.
+        rank: usize,
+    },
+    /// A dense result above the caller's element budget.
+    #[error("the dense result has {elements} elements, more than the {budget} allowed")]
+    DenseTooLarge {
+        /// Its element count (`u64::MAX` when it overflows).
+        elements: u64,
+        /// The budget.
+        budget: usize,
+    },
+    /// Initial CP factors whose column count is not the decomposition's rank.
+    #[error("initial factors of {cols} columns for a rank-{rank} decomposition")]
+    InitRank {
+        /// Their columns.
+        cols: usize,
+        /// The rank asked for.
+        rank: usize,
+    },
     /// The mode-`n` unfolding has more columns than a CSR index holds
     /// (the product of the other extents must stay below 2^63).
     #[error("the mode-{mode} unfolding has more than 2^63 - 1 columns (the product of the other extents)")]

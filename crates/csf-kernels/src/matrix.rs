@@ -1,6 +1,5 @@
 //! Dense row-major matrices: factor matrices (`I_n x R`) and kernel results.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::scalar::Scalar;
@@ -27,10 +26,11 @@ impl<T: Scalar> Matrix<T> {
     /// A `rows x cols` matrix of zeros.
     ///
     /// # Errors
-    /// [`KernelError::TooLarge`] when `rows * cols` overflows a `usize`.
+    /// [`KernelError::TooLarge`] when `rows * cols` overflows a `usize`,
+    /// [`KernelError::OutOfMemory`] when it cannot be allocated.
     pub fn zeros(rows: usize, cols: usize) -> Result<Self, KernelError> {
         let len = rows.checked_mul(cols).ok_or(KernelError::TooLarge { what: "matrix", rows, cols })?;
-        Ok(Self { rows, cols, data: vec![T::ZERO; len] })
+        Ok(Self { rows, cols, data: zeroed(len, "matrix")? })
     }
 
     /// A matrix over `data`, row by row.
@@ -128,4 +128,15 @@ fn check_len(rows: usize, cols: usize, len: usize) -> Result<(), KernelError> {
         Some(n) if n == len => Ok(()),
         _ => Err(KernelError::MatrixLength { rows, cols, len }),
     }
+}
+
+/// `len` zeros, or [`KernelError::OutOfMemory`] naming `what` when the
+/// allocator refuses them: sizes that come from a tensor's extents (an
+/// output's rows) must not abort the process.
+pub(crate) fn zeroed<T: Clone + Default>(len: usize, what: &'static str) -> Result<Vec<T>, KernelError> {
+    let mut v = Vec::new();
+    let bytes = (len as u64).saturating_mul(core::mem::size_of::<T>() as u64);
+    v.try_reserve_exact(len).map_err(|_| KernelError::OutOfMemory { what, bytes })?;
+    v.resize(len, T::default());
+    Ok(v)
 }

@@ -34,7 +34,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::matrix::{MatRef, Matrix};
+use crate::matrix::{zeroed, MatRef, Matrix};
 use crate::scalar::{axpy, hadamard, hadamard_add, row_of, row_of_mut, Scalar};
 use crate::tensor::{children, Tensor, Tree};
 use crate::KernelError;
@@ -308,18 +308,20 @@ impl<T: Scalar> Tensor<'_, T> {
             .collect();
         let depth = tree.depth.get(mode).copied().unwrap_or(0);
         let walk = Walk { levels: &levels, values: &tree.values, r };
-        run(self.threads(tree), &walk, tree, depth, out);
-        Ok(())
+        let threads = self.threads(tree, if depth == 0 { 0 } else { rows });
+        run(threads, &walk, tree, depth, out)
     }
 
     /// The thread count for a walk of `tree`: rayon's, when parallel and
-    /// there is enough work to share.
-    pub(crate) fn threads(&self, tree: &Tree<'_, T>) -> usize {
+    /// there is enough work to share: at least 2^16 leaves, and at least
+    /// two per row of a private copy of the output (`private_rows`, 0 when
+    /// there is none), which every thread but one zeroes and adds back.
+    pub(crate) fn threads(&self, tree: &Tree<'_, T>, private_rows: usize) -> usize {
         #[cfg(feature = "parallel")]
-        if self.parallel && tree.leaves() >= 1 << 14 {
+        if self.parallel && tree.leaves() >= 1 << 16 && tree.leaves() / 2 >= private_rows {
             return rayon::current_num_threads().max(1);
         }
-        let _ = tree;
+        let _ = (tree, private_rows);
         1
     }
 
@@ -349,7 +351,13 @@ impl<T: Scalar> Tensor<'_, T> {
 }
 
 /// The walk over the whole tree on `threads` threads, into `out` (zeroed).
-fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth: usize, out: &mut [T]) {
+fn run<T: Scalar>(
+    threads: usize,
+    walk: &Walk<'_, T>,
+    tree: &Tree<'_, T>,
+    depth: usize,
+    out: &mut [T],
+) -> Result<(), KernelError> {
     let r = walk.r;
     let roots = tree.crd.first().map_or(0, |c| c.len());
     let scratch_len = r * (walk.levels.len() + 1);
@@ -365,7 +373,7 @@ fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth:
     };
     if threads <= 1 || roots < 2 {
         part((0, roots), out, 0);
-        return;
+        return Ok(());
     }
     #[cfg(feature = "parallel")]
     {
@@ -390,29 +398,35 @@ fn run<T: Scalar>(threads: usize, walk: &Walk<'_, T>, tree: &Tree<'_, T>, depth:
                 }
             })
             .collect();
-        let private = |(&range, &(first, rows)): (&(usize, usize), &(u64, usize))| {
-            let mut data = vec![T::ZERO; rows * r];
-            part(range, &mut data, first);
-            data
+        // Every private buffer is allocated before the work starts, so
+        // that a failed allocation is an error rather than an abort.
+        let direct = usize::from(depth != 0);
+        let mut buffers: Vec<Vec<T>> = spans
+            .iter()
+            .skip(direct)
+            .map(|&(_, rows)| zeroed(rows.checked_mul(r).unwrap_or(usize::MAX), "MTTKRP's per-thread rows"))
+            .collect::<Result<_, _>>()?;
+        let (Some(private_parts), Some(private_spans)) = (parts.get(direct..), spans.get(direct..)) else {
+            return Ok(());
         };
-        if depth == 0 {
-            let buffers: Vec<Vec<T>> = parts.par_iter().zip(&spans).map(private).collect();
-            add_in_order(out, &buffers, &spans, r);
-        } else {
-            // The first part writes into `out` itself while the others fill
-            // their private copies.
-            let (Some(&first), Some(rest), Some(rest_spans)) =
-                (parts.first(), parts.get(1..), spans.get(1..))
-            else {
-                return;
-            };
-            let (_, buffers) = rayon::join(
-                || part(first, out, 0),
-                || rest.par_iter().zip(rest_spans).map(private).collect::<Vec<Vec<T>>>(),
-            );
-            add_in_order(out, &buffers, rest_spans, r);
+        let fill = |buffers: &mut Vec<Vec<T>>| {
+            buffers
+                .par_iter_mut()
+                .zip(private_parts)
+                .zip(private_spans)
+                .for_each(|((data, &range), &(first, _))| part(range, data, first));
+        };
+        match parts.first() {
+            // The first part of the non-root case writes into `out` itself
+            // while the others fill their private copies.
+            Some(&first) if direct == 1 => {
+                rayon::join(|| part(first, out, 0), || fill(&mut buffers));
+            }
+            _ => fill(&mut buffers),
         }
+        add_in_order(out, &buffers, private_spans, r);
     }
+    Ok(())
 }
 
 /// `out[rows of span p] += buffers[p]`, part after part, rows in parallel.

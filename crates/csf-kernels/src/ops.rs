@@ -43,11 +43,11 @@ impl<T: Scalar> Tensor<'_, T> {
     ///
     /// # Errors
     /// [`KernelError::FactorCount`], [`KernelError::FactorShape`], or
-    /// [`KernelError::VectorLength`] when `weights` is not `R` long.
+    /// [`KernelError::WeightsLength`] when `weights` is not `R` long.
     pub fn inner_kruskal(&self, weights: &[T], factors: &[MatRef<'_, T>]) -> Result<f64, KernelError> {
         let r = self.check_factors(factors, 0)?;
         if weights.len() != r {
-            return Err(KernelError::VectorLength { len: weights.len(), mode: usize::MAX, extent: r as u64 });
+            return Err(KernelError::WeightsLength { len: weights.len(), rank: r });
         }
         let Some(tree) = self.first() else { return Ok(0.0) };
         let levels: Vec<Level<'_, T>> = tree

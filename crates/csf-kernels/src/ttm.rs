@@ -54,16 +54,15 @@ impl<T: Scalar> SemiSparse<T> {
     /// `budget` elements.
     ///
     /// # Errors
-    /// [`KernelError::TooLarge`] above the budget.
+    /// [`KernelError::DenseTooLarge`] above the budget,
+    /// [`KernelError::OutOfMemory`] when it cannot be allocated.
     pub fn to_dense(&self, budget: usize) -> Result<Vec<T>, KernelError> {
-        let too_large = KernelError::TooLarge { what: "dense array", rows: budget, cols: 1 };
-        let total = self
-            .shape
-            .iter()
-            .try_fold(1usize, |acc, &e| acc.checked_mul(usize::try_from(e).ok()?))
+        let elements = self.shape.iter().try_fold(1u64, |acc, &e| acc.checked_mul(e)).unwrap_or(u64::MAX);
+        let total = usize::try_from(elements)
+            .ok()
             .filter(|&n| n <= budget)
-            .ok_or(too_large)?;
-        let mut dense = vec![T::ZERO; total];
+            .ok_or(KernelError::DenseTooLarge { elements, budget })?;
+        let mut dense = crate::matrix::zeroed(total, "dense array")?;
         let (coords, values) = self.to_coo();
         for (index, &v) in coords.chunks_exact(self.shape.len().max(1)).zip(&values) {
             let at = index.iter().zip(&self.shape).fold(0u64, |acc, (&c, &e)| acc * e + c);
@@ -109,7 +108,7 @@ impl<T: Scalar> Tensor<'_, T> {
     /// ```
     ///
     /// # Errors
-    /// [`KernelError::BadMode`], or [`KernelError::FactorShape`] when `U`
+    /// [`KernelError::BadMode`], or [`KernelError::TtmMatrix`] when `U`
     /// does not have `I_mode` columns.
     pub fn ttm(&self, matrix: MatRef<'_, T>, mode: usize) -> Result<SemiSparse<T>, KernelError> {
         let rank = self.rank();
@@ -118,13 +117,7 @@ impl<T: Scalar> Tensor<'_, T> {
         }
         let extent = self.shape.get(mode).copied().unwrap_or(0);
         if matrix.cols() as u64 != extent {
-            return Err(KernelError::FactorShape {
-                mode,
-                rows: matrix.cols(),
-                cols: matrix.rows(),
-                expected_rows: extent,
-                expected_cols: matrix.rows(),
-            });
+            return Err(KernelError::TtmMatrix { rows: matrix.rows(), cols: matrix.cols(), mode, extent });
         }
         let j = matrix.rows();
         let mut shape = self.shape.clone();

@@ -105,6 +105,6 @@ impl<T: Scalar> Tensor<'_, T> {
             .filter_map(|(ij, &v)| Some((*ij.first()?, *ij.get(1)?, v)))
             .filter(|&(i, j, _)| (i as usize) < rows && j < cols)
             .collect();
-        Ok(Ttv::Matrix(Csr::from_triples(rows, cols, &triples, true)))
+        Ok(Ttv::Matrix(Csr::from_triples(rows, cols, &triples, true)?))
     }
 }

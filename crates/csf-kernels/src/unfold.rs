@@ -3,6 +3,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::matrix::zeroed;
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 use crate::KernelError;
@@ -29,8 +30,13 @@ impl<T: Scalar> Csr<T> {
     /// The CSR matrix of `(row, col, value)` triples (every `row < rows`),
     /// with the entries of each row sorted by column; with `merge`, the
     /// entries that share a `(row, col)` are added into one.
-    pub(crate) fn from_triples(rows: usize, cols: u64, triples: &[(u64, u64, T)], merge: bool) -> Self {
-        let mut indptr = vec![0u64; rows + 1];
+    pub(crate) fn from_triples(
+        rows: usize,
+        cols: u64,
+        triples: &[(u64, u64, T)],
+        merge: bool,
+    ) -> Result<Self, KernelError> {
+        let mut indptr: Vec<u64> = zeroed(rows.saturating_add(1), "CSR row offsets")?;
         for &(row, _, _) in triples {
             if let Some(count) = usize::try_from(row).ok().and_then(|r| indptr.get_mut(r + 1)) {
                 *count += 1;
@@ -53,7 +59,8 @@ impl<T: Scalar> Csr<T> {
         }
         let mut indices = Vec::with_capacity(entries.len());
         let mut data = Vec::with_capacity(entries.len());
-        let mut out_ptr = Vec::with_capacity(rows + 1);
+        let mut out_ptr: Vec<u64> = zeroed(rows.saturating_add(1), "CSR row offsets")?;
+        out_ptr.clear();
         out_ptr.push(0u64);
         for w in indptr.windows(2) {
             let (a, b) = (w.first().copied().unwrap_or(0), w.get(1).copied().unwrap_or(0));
@@ -75,7 +82,7 @@ impl<T: Scalar> Csr<T> {
             }
             out_ptr.push(indices.len() as u64);
         }
-        Self { rows: rows as u64, cols, indptr: out_ptr, indices, data }
+        Ok(Self { rows: rows as u64, cols, indptr: out_ptr, indices, data })
     }
 }
 
@@ -105,8 +112,9 @@ impl<T: Scalar> Tensor<'_, T> {
     /// ```
     ///
     /// # Errors
-    /// [`KernelError::BadMode`], or [`KernelError::UnfoldTooWide`] when the
-    /// other extents' product reaches 2^63.
+    /// [`KernelError::BadMode`], [`KernelError::UnfoldTooWide`] when the
+    /// other extents' product reaches 2^63, [`KernelError::OutOfMemory`]
+    /// when the row offsets (`I_mode + 1`) cannot be allocated.
     pub fn unfold(&self, mode: usize) -> Result<Csr<T>, KernelError> {
         let rank = self.rank();
         if mode >= rank {
@@ -128,7 +136,7 @@ impl<T: Scalar> Tensor<'_, T> {
                 .filter(|&c| c <= i64::MAX as u64)
                 .ok_or(KernelError::UnfoldTooWide { mode })?;
         }
-        let Some(tree) = self.first() else { return Ok(Csr::from_triples(rows, cols, &[], false)) };
+        let Some(tree) = self.first() else { return Csr::from_triples(rows, cols, &[], false) };
         // Stride and row position of each level.
         let level_strides: Vec<u64> =
             tree.mode_order.iter().map(|&m| strides.get(m).copied().unwrap_or(0)).collect();
@@ -147,6 +155,6 @@ impl<T: Scalar> Tensor<'_, T> {
                 triples.push((row, col, value));
             }
         });
-        Ok(Csr::from_triples(rows, cols, &triples, false))
+        Csr::from_triples(rows, cols, &triples, false)
     }
 }

@@ -301,10 +301,10 @@ fn every_kernel_matches_the_dense_reference_on_every_mode_order() {
 
 #[test]
 fn large_enough_to_run_on_threads() {
-    // Over the parallel threshold (16384 leaves), with a hot first root.
+    // Over the parallel threshold (65,536 leaves, two per private row).
     let mut rng = Rng(11);
     for order in [[0u32, 1, 2], [2, 0, 1], [1, 2, 0]] {
-        check_all(&mut rng, &[40, 50, 60], 30_000, &order, Leaves::F64);
+        check_all(&mut rng, &[60, 70, 80], 70_000, &order, Leaves::F64);
     }
 }
 
@@ -348,6 +348,31 @@ fn shape_errors_are_reported() {
     assert!(matches!(tensor.unfold(3), Err(csf_kernels::KernelError::BadMode { mode: 3, rank: 3 })));
     #[cfg(feature = "build")]
     assert!(matches!(tensor.ttv(&[1.0], 0), Err(csf_kernels::KernelError::VectorLength { len: 1, .. })));
+    let u = [0.0; 10];
+    let err = tensor.ttm(MatRef::new(2, 5, &u).unwrap(), 2).unwrap_err();
+    assert_eq!(err.to_string(), "the TTM matrix is 2 x 5; mode 2 needs 4 columns");
+    let err =
+        tensor.inner_kruskal(&[1.0], &[a.as_ref(), b.as_ref(), Matrix::<f64>::zeros(4, 2).unwrap().as_ref()]);
+    assert_eq!(err.unwrap_err().to_string(), "1 weights for factors of 2 columns");
+    // Initial CP factors of the wrong rank: an error, not a panic.
+    let init = vec![Matrix::zeros(2, 2).unwrap(), Matrix::zeros(3, 2).unwrap(), Matrix::zeros(4, 2).unwrap()];
+    let options = CpOptions { init: CpInit::Factors(init), ..CpOptions::new(3) };
+    assert_eq!(
+        cp_als(&tensor, &options).unwrap_err(),
+        csf_kernels::KernelError::InitRank { cols: 2, rank: 3 }
+    );
+}
+
+#[test]
+fn results_sized_by_huge_extents_are_errors_not_aborts() {
+    // One entry in a 2 x 2^40 x 4 tensor: its mode-1 unfolding needs 2^40 + 1
+    // row offsets, CP-ALS factors of 2^40 rows; the allocator refuses both.
+    let huge = 1u64 << 40;
+    let t = tensor_of(&[2, huge, 4], &[vec![0, 1, 2]], &[1.0], &[0, 1, 2], Leaves::F64);
+    let tensor = Tensor::<f64>::new(&t.view()).unwrap();
+    assert!(matches!(tensor.unfold(1), Err(csf_kernels::KernelError::OutOfMemory { .. })));
+    assert!(tensor.unfold(0).is_ok(), "2 rows are fine, whatever the width");
+    assert!(matches!(cp_als(&tensor, &CpOptions::new(2)), Err(csf_kernels::KernelError::OutOfMemory { .. })));
 }
 
 #[test]

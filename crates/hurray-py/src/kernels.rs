@@ -47,11 +47,15 @@ fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
         | KernelError::MatrixLength { .. }
         | KernelError::OutputLength { .. }
         | KernelError::VectorLength { .. }
+        | KernelError::TtmMatrix { .. }
+        | KernelError::WeightsLength { .. }
+        | KernelError::InitRank { .. }
+        | KernelError::DenseTooLarge { .. }
         | KernelError::ZeroRank => PyValueError::new_err(text),
         KernelError::ExtentTooLarge { .. } | KernelError::UnfoldTooWide { .. } => {
             PyOverflowError::new_err(text)
         }
-        KernelError::TooLarge { .. } => PyMemoryError::new_err(text),
+        KernelError::TooLarge { .. } | KernelError::OutOfMemory { .. } => PyMemoryError::new_err(text),
         KernelError::NotFinite { .. } => errors::raise(
             py,
             "HurrayError",
@@ -279,7 +283,7 @@ fn ttm_as<'py, T: Scalar + Element>(
     let result = py.detach(|| with_threads(threads, work))?;
     let (shape, made) = result.map_err(|e| match (e, max_elements) {
         // `to_dense`'s refusal, worded as `to_dense`'s own.
-        (KernelError::TooLarge { what: "dense array", .. }, Some(budget)) => PyValueError::new_err(format!(
+        (KernelError::DenseTooLarge { .. }, Some(budget)) => PyValueError::new_err(format!(
             "the result of shape {:?} has more than max_elements={budget} elements",
             ttm_shape(view, rows, mode)
         )),

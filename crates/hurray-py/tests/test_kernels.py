@@ -223,7 +223,7 @@ def test_ttm_in_float32_budget_and_errors() -> None:
     with pytest.raises(ValueError, match="max_elements=79"):
         case.tensor.ttm(u, 1, dense=True, max_elements=79)
     assert case.tensor.ttm(u, 1, dense=True, max_elements=80).shape == (5, 4, 4)
-    with pytest.raises(ValueError, match="matrix"):
+    with pytest.raises(ValueError, match="the TTM matrix is 4 x 5; mode 1 needs 3 columns"):
         case.tensor.ttm(np.ones((4, 5)), 1)
     with pytest.raises(ValueError, match="matrix must be a 2-D array"):
         case.tensor.ttm(np.ones(3), 1)
