@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(not(test), no_std)]
-#![forbid(unsafe_code)]
+// `unsafe` lives in one module, `simd` (the choice of vector instructions
+// at run time), and nowhere else.
+#![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(
     not(test),
@@ -17,6 +19,7 @@ mod mttkrp;
 mod ops;
 mod rng;
 mod scalar;
+mod simd;
 mod tensor;
 mod ttm;
 #[cfg(feature = "build")]

@@ -36,6 +36,7 @@ use alloc::vec::Vec;
 
 use crate::matrix::{zeroed, MatRef, Matrix};
 use crate::scalar::{axpy, hadamard, hadamard_add, row_of, row_of_mut, Scalar};
+use crate::simd::Isa;
 use crate::tensor::{children, Tensor, Tree};
 use crate::KernelError;
 
@@ -112,8 +113,10 @@ impl<T: Scalar> Walk<'_, T> {
     /// `acc += sum over nodes a..b of levels[0] of row(crd) .* gather(children)`
     /// (the leaf level: `value * row(crd)`). `scratch` holds `R` elements per
     /// level below (unused when `R` is a specialised width).
-    pub(crate) fn gather<const R: usize>(
+    #[inline(always)]
+    pub(crate) fn gather<V: Isa, const R: usize>(
         &self,
+        isa: V,
         levels: &[Level<'_, T>],
         (a, b): (usize, usize),
         acc: &mut [T],
@@ -128,13 +131,16 @@ impl<T: Scalar> Walk<'_, T> {
         let crd = level.crd.get(a..b).unwrap_or(&[]);
         let acc = acc.get_mut(..r).unwrap_or(&mut []);
         if R != 0 && further.is_empty() {
-            // The fibres of leaves: each one's sum in registers.
+            // The fibres of leaves: each one's sum, and their total, in
+            // local arrays (registers; `acc` is written once).
+            let mut total = [T::ZERO; R];
             for (j, &c) in (a..b).zip(crd) {
                 let sum = self.leaf_array::<R>(next, children(next.pos, next.crd.len(), j));
                 if let Some(row) = row_of(level.factor, c, R) {
-                    hadamard_add(acc, &sum, row);
+                    hadamard_add(&mut total, &sum, row);
                 }
             }
+            crate::scalar::add(acc, &total);
             return;
         }
         let mut local = [T::ZERO; R];
@@ -146,7 +152,7 @@ impl<T: Scalar> Walk<'_, T> {
             if further.is_empty() {
                 self.leaf_sum::<R>(next, range, tmp);
             } else {
-                self.gather::<R>(below, range, tmp, rest);
+                isa.gather::<T, R>(self, below, range, tmp, rest);
             }
             if let Some(row) = row_of(level.factor, c, r) {
                 hadamard_add(acc, tmp, row);
@@ -157,8 +163,11 @@ impl<T: Scalar> Walk<'_, T> {
     /// Walks nodes `a..b` of `levels[0]` down to the output level, `depth`
     /// levels further, carrying `prefix` (the product of the factor rows
     /// above; `None` at the root), and adds into `out`'s rows.
-    fn descend<const R: usize>(
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn descend<V: Isa, const R: usize>(
         &self,
+        isa: V,
         levels: &[Level<'_, T>],
         depth: usize,
         (a, b): (usize, usize),
@@ -199,7 +208,7 @@ impl<T: Scalar> Walk<'_, T> {
                     for (j, &c) in (a..b).zip(crd) {
                         let range = children(next.pos, next.crd.len(), j);
                         tmp.fill(T::ZERO);
-                        self.gather::<R>(below, range, tmp, rest);
+                        isa.gather::<T, R>(self, below, range, tmp, rest);
                         if let Some(dst) = out.row(c, r) {
                             match prefix {
                                 Some(p) => hadamard_add(dst, tmp, p),
@@ -219,14 +228,33 @@ impl<T: Scalar> Walk<'_, T> {
                 None => tmp.copy_from_slice(row),
             }
             let range = children(next.pos, next.crd.len(), j);
-            self.descend::<R>(below, depth - 1, range, Some(tmp), out, rest);
+            isa.descend::<T, R>(self, below, depth - 1, range, Some(tmp), out, rest);
         }
+    }
+}
+
+/// One part's walk: the arguments of [`Walk::descend`] from the root.
+pub(crate) struct Descend<'c, 'w, 'o, T> {
+    pub(crate) walk: &'c Walk<'w, T>,
+    pub(crate) depth: usize,
+    pub(crate) range: (usize, usize),
+    pub(crate) out: &'c mut Output<'o, T>,
+    pub(crate) scratch: &'c mut [T],
+}
+
+impl<T: Scalar> Descend<'_, '_, '_, T> {
+    /// Runs the walk with the instructions of `isa`, the rank `R` a
+    /// constant (0: the run-time rank).
+    #[inline(always)]
+    pub(crate) fn run<V: Isa, const R: usize>(self, isa: V) {
+        let Descend { walk, depth, range, out, scratch } = self;
+        isa.descend::<T, R>(walk, walk.levels, depth, range, None, out, scratch);
     }
 }
 
 /// Where a part's output rows go: the whole output, or a private span of
 /// rows `first..first + len`.
-struct Output<'o, T> {
+pub(crate) struct Output<'o, T> {
     data: &'o mut [T],
     first: u64,
 }
@@ -364,11 +392,12 @@ fn run<T: Scalar>(
     let part = |(a, b): (usize, usize), data: &mut [T], first: u64| {
         let mut scratch = vec![T::ZERO; scratch_len];
         let mut output = Output { data, first };
+        let call = Descend { walk, depth, range: (a, b), out: &mut output, scratch: &mut scratch };
         match r {
-            8 => walk.descend::<8>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
-            16 => walk.descend::<16>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
-            32 => walk.descend::<32>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
-            _ => walk.descend::<0>(walk.levels, depth, (a, b), None, &mut output, &mut scratch),
+            8 => crate::simd::descend::<T, 8>(call),
+            16 => crate::simd::descend::<T, 16>(call),
+            32 => crate::simd::descend::<T, 32>(call),
+            _ => crate::simd::descend::<T, 0>(call),
         }
     };
     if threads <= 1 || roots < 2 {
@@ -404,7 +433,7 @@ fn run<T: Scalar>(
         let mut buffers: Vec<Vec<T>> = spans
             .iter()
             .skip(direct)
-            .map(|&(_, rows)| zeroed(rows.checked_mul(r).unwrap_or(usize::MAX), "MTTKRP's per-thread rows"))
+            .map(|&(_, rows)| zeroed(rows.saturating_mul(r), "MTTKRP's per-thread rows"))
             .collect::<Result<_, _>>()?;
         let (Some(private_parts), Some(private_spans)) = (parts.get(direct..), spans.get(direct..)) else {
             return Ok(());

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use crate::matrix::MatRef;
 use crate::mttkrp::{Level, Walk};
 use crate::scalar::{row_of, Scalar};
+use crate::simd::Baseline;
 use crate::tensor::{children, Tensor};
 use crate::KernelError;
 
@@ -71,7 +72,7 @@ impl<T: Scalar> Tensor<'_, T> {
             match below.first() {
                 Some(next) => {
                     let range = children(next.pos, next.crd.len(), i);
-                    walk.gather::<0>(below, range, &mut acc, &mut scratch);
+                    walk.gather::<Baseline, 0>(Baseline, below, range, &mut acc, &mut scratch);
                 }
                 None => continue,
             }
