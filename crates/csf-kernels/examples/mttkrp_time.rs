@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect::<Result<_, _>>()?;
     let refs: Vec<_> = factors.iter().map(Matrix::as_ref).collect();
-    for mode in (0..view.rank()).filter(|m| only.is_none_or(|o| o == *m)) {
+    for mode in (0..view.rank()).filter(|m| only.map_or(true, |o| o == *m)) {
         let mut out = vec![0.0; factors[mode].rows() * r];
         let best = (0..repeats)
             .map(|_| {

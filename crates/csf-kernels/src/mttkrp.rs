@@ -34,7 +34,9 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::matrix::{zeroed, MatRef, Matrix};
+#[cfg(feature = "parallel")]
+use crate::matrix::zeroed;
+use crate::matrix::{MatRef, Matrix};
 use crate::scalar::{axpy, hadamard, hadamard_add, row_of, row_of_mut, Scalar};
 use crate::simd::Isa;
 use crate::tensor::{children, Tensor, Tree};
