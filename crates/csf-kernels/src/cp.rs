@@ -166,9 +166,11 @@ pub fn cp_als_with<T: Scalar>(
         }
     }
     let norm_x = tensor.norm();
-    let mut grams: Vec<DMatrix<f64>> = factors.iter().map(gram).collect();
+    let mut grams: Vec<DMatrix<f64>> = factors.iter().map(|f| gram(f, tensor.parallel)).collect();
     let mut weights = vec![1.0f64; r];
-    let mut m_last: Vec<T> = Vec::new();
+    // Each mode's MTTKRP output, allocated once.
+    let mut outputs: Vec<Matrix<T>> =
+        extents.iter().map(|&rows| Matrix::zeros(rows, r)).collect::<Result<_, _>>()?;
     let mut iterations: Vec<IterationStats> = Vec::new();
     let mut fit = 0.0f64;
     let mut converged = false;
@@ -177,10 +179,11 @@ pub fn cp_als_with<T: Scalar>(
         let mut mttkrp_seconds = vec![0.0; n_modes];
         for n in 0..n_modes {
             let mode_clock = Clock::start();
-            let m = {
+            {
                 let refs: Vec<MatRef<'_, T>> = factors.iter().map(Matrix::as_ref).collect();
-                tensor.mttkrp(&refs, n)?
-            };
+                let out = outputs.get_mut(n).map_or(&mut [][..], Matrix::as_mut_slice);
+                tensor.mttkrp_into(&refs, n, out)?;
+            }
             if let Some(s) = mttkrp_seconds.get_mut(n) {
                 *s = mode_clock.seconds();
             }
@@ -191,7 +194,8 @@ pub fn cp_als_with<T: Scalar>(
                 }
             }
             let v_inv = inverse(v);
-            let mut updated = times(&m, &v_inv, tensor.parallel)?;
+            let (Some(m), Some(updated)) = (outputs.get(n), factors.get_mut(n)) else { continue };
+            times_into(m.as_slice(), &v_inv, updated.as_mut_slice(), r, tensor.parallel);
             // Column norms into the weights, in one pass over the rows.
             weights.iter_mut().for_each(|w| *w = if iteration == 1 { 0.0 } else { 1.0 });
             for row in updated.as_slice().chunks_exact(r) {
@@ -205,22 +209,18 @@ pub fn cp_als_with<T: Scalar>(
             }
             let scale: Vec<T> =
                 weights.iter().map(|&w| T::from_f64(if w == 0.0 { 1.0 } else { 1.0 / w })).collect();
+            let mut finite = true;
             for row in updated.as_mut_slice().chunks_exact_mut(r) {
                 for (x, &s) in row.iter_mut().zip(&scale) {
                     *x = *x * s;
+                    finite &= x.to_f64().is_finite();
                 }
             }
-            if updated.as_slice().iter().any(|x| !x.to_f64().is_finite()) {
+            if !finite {
                 return Err(KernelError::NotFinite { mode: n, iteration });
             }
             if let Some(g) = grams.get_mut(n) {
-                *g = gram(&updated);
-            }
-            if let Some(f) = factors.get_mut(n) {
-                *f = updated;
-            }
-            if n + 1 == n_modes {
-                m_last = m.into_vec();
+                *g = gram(updated, tensor.parallel);
             }
         }
         // ||P||^2 = w^T (hadamard of all Grams) w; <X, P> from the last MTTKRP.
@@ -231,6 +231,7 @@ pub fn cp_als_with<T: Scalar>(
         let w = nalgebra::DVector::from_column_slice(&weights);
         let norm_p_sq = w.dot(&(&all * &w));
         let last = factors.last().map_or(&[][..], Matrix::as_slice);
+        let m_last = outputs.last().map_or(&[][..], Matrix::as_slice);
         let mut inner = 0.0f64;
         for (mrow, urow) in m_last.chunks_exact(r).zip(last.chunks_exact(r)) {
             for ((&a, &b), &wc) in mrow.iter().zip(urow).zip(&weights) {
@@ -280,24 +281,61 @@ fn initial<T: Scalar>(extents: &[usize], options: &CpOptions<T>) -> Result<Vec<M
     }
 }
 
-/// `U^T U`, in `f64`.
-fn gram<T: Scalar>(u: &Matrix<T>) -> DMatrix<f64> {
+/// `U^T U`, in `f64`: on rayon's pool in blocks of rows when `parallel`
+/// and `U` is large, the blocks' sums added in block order (the same bits
+/// for a given matrix, whatever the thread count).
+fn gram<T: Scalar>(u: &Matrix<T>, parallel: bool) -> DMatrix<f64> {
     let r = u.cols();
-    // The upper triangle, row by row, one rank-one update per row of `U`;
-    // mirrored below at the end (the matrix is symmetric).
+    const BLOCK: usize = 4096;
+    let rows = u.as_slice();
     let mut g = vec![0.0f64; r * r];
+    #[cfg(feature = "parallel")]
+    if parallel && u.rows() * r * r >= 1 << 22 {
+        use rayon::prelude::*;
+        let partial: Vec<Vec<f64>> = rows
+            .par_chunks(BLOCK * r.max(1))
+            .map(|block| {
+                let mut part = vec![0.0f64; r * r];
+                gram_upper(block, r, &mut part);
+                part
+            })
+            .collect();
+        for part in &partial {
+            for (a, b) in g.iter_mut().zip(part) {
+                *a += b;
+            }
+        }
+        return symmetric(g, r);
+    }
+    let _ = parallel;
+    for block in rows.chunks(BLOCK * r.max(1)) {
+        let mut part = vec![0.0f64; r * r];
+        gram_upper(block, r, &mut part);
+        for (a, b) in g.iter_mut().zip(&part) {
+            *a += b;
+        }
+    }
+    symmetric(g, r)
+}
+
+/// The upper triangle of `block^T block` (rows of `r`) into `g`, row-major.
+fn gram_upper<T: Scalar>(block: &[T], r: usize, g: &mut [f64]) {
     let mut x = vec![0.0f64; r];
-    for row in u.as_slice().chunks_exact(r.max(1)) {
+    for row in block.chunks_exact(r.max(1)) {
         for (d, &s) in x.iter_mut().zip(row) {
             *d = s.to_f64();
         }
-        for (i, out) in g.chunks_exact_mut(r).enumerate() {
+        for (i, out) in g.chunks_exact_mut(r.max(1)).enumerate() {
             let a = x.get(i).copied().unwrap_or(0.0);
             for (o, &b) in out.iter_mut().skip(i).zip(x.iter().skip(i)) {
                 *o += a * b;
             }
         }
     }
+}
+
+/// The upper triangle mirrored below, as a matrix.
+fn symmetric(mut g: Vec<f64>, r: usize) -> DMatrix<f64> {
     let upper = g.clone();
     for (i, out) in g.chunks_exact_mut(r.max(1)).enumerate() {
         for (j, o) in out.iter_mut().enumerate().take(i) {
@@ -322,13 +360,12 @@ fn inverse(v: DMatrix<f64>) -> DMatrix<f64> {
     v.pseudo_inverse(f64::EPSILON * n as f64).unwrap_or_else(|_| DMatrix::zeros(n, n))
 }
 
-/// `M * V` for `M` of `I x R` (row-major) and `V` of `R x R`.
-fn times<T: Scalar>(m: &Matrix<T>, v: &DMatrix<f64>, parallel: bool) -> Result<Matrix<T>, KernelError> {
-    let r = m.cols();
+/// `out = M * V` for `M` of `I x R` (row-major) and `V` of `R x R`.
+fn times_into<T: Scalar>(m: &[T], v: &DMatrix<f64>, out: &mut [T], r: usize, parallel: bool) {
     // `V` row by row (nalgebra stores by column: `V^T`'s storage).
     let v_t: Vec<T> = v.transpose().as_slice().iter().map(|&x| T::from_f64(x)).collect();
-    let mut out = Matrix::zeros(m.rows(), r)?;
     let row = |(dst, src): (&mut [T], &[T])| {
+        dst.fill(T::ZERO);
         for (k, &a) in src.iter().enumerate() {
             if let Some(v_row) = v_t.get(k * r..(k + 1) * r) {
                 crate::scalar::axpy(dst, a, v_row);
@@ -336,14 +373,13 @@ fn times<T: Scalar>(m: &Matrix<T>, v: &DMatrix<f64>, parallel: bool) -> Result<M
         }
     };
     #[cfg(feature = "parallel")]
-    if parallel && m.rows() * r * r >= 1 << 20 {
+    if parallel && m.len() * r >= 1 << 20 {
         use rayon::prelude::*;
-        out.as_mut_slice().par_chunks_exact_mut(r).zip(m.as_slice().par_chunks_exact(r)).for_each(row);
-        return Ok(out);
+        out.par_chunks_exact_mut(r.max(1)).zip(m.par_chunks_exact(r.max(1))).for_each(row);
+        return;
     }
     let _ = parallel;
-    out.as_mut_slice().chunks_exact_mut(r).zip(m.as_slice().chunks_exact(r)).for_each(row);
-    Ok(out)
+    out.chunks_exact_mut(r.max(1)).zip(m.chunks_exact(r.max(1))).for_each(row);
 }
 
 /// Unit 2-norm columns, weights in decreasing order, signs fixed.

@@ -146,6 +146,34 @@ unsafe fn descend_avx2<T: Scalar, const R: usize>(
     walk.descend::<Avx2, R>(isa, levels, depth, range, prefix, out, scratch);
 }
 
+/// Asks the CPU to fetch the cache lines of `slice[start..start + len]`
+/// (each 64-byte line once) for a read or write soon, where it has such
+/// an instruction; indices past the end ask for nothing. A hint: it reads
+/// and writes nothing.
+#[inline(always)]
+pub(crate) fn prefetch<T>(slice: &[T], start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let step = (64 / core::mem::size_of::<T>().max(1)).max(1);
+        let mut at = start;
+        while at < start.saturating_add(len) {
+            let Some(element) = slice.get(at) else { return };
+            // SAFETY: `_mm_prefetch` is a hint that never faults and touches
+            // no memory the program can observe; its pointer comes from a
+            // live reference into `slice`. SSE, which it needs, is part of
+            // the x86-64 baseline.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    (element as *const T).cast::<i8>(),
+                );
+            }
+            at += step;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, start, len);
+}
+
 /// Set by tests to run the baseline copy on any CPU.
 #[cfg(all(test, feature = "std"))]
 pub(crate) static BASELINE_ONLY: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
