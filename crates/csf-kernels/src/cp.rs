@@ -144,6 +144,23 @@ pub fn cp_als<T: Scalar>(tensor: &Tensor<'_, T>, options: &CpOptions<T>) -> Resu
 /// [`cp_als`], calling `on_iteration` after each iteration (to print the
 /// fit as it goes, say).
 ///
+/// ```
+/// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+/// # let values: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+/// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+/// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F64, &[2, 3, 4], &[0, 1, 2], 4)?;
+/// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+/// # let container = hurray_format::Container::decode(&bytes)?;
+/// # let view = csf_core::CsfView::from_container(&container)?;
+/// use csf_kernels::{cp_als_with, CpOptions, Tensor};
+/// let tensor = Tensor::<f64>::new(&view)?;
+/// let mut fits = Vec::new();
+/// let cp = cp_als_with(&tensor, &CpOptions::new(2), |s| fits.push(s.fit))?;
+/// assert_eq!(fits.len(), cp.iterations.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`cp_als`].
 pub fn cp_als_with<T: Scalar>(

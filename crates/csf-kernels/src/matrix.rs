@@ -100,6 +100,14 @@ pub struct MatRef<'a, T> {
 impl<'a, T: Scalar> MatRef<'a, T> {
     /// A view of `data` as `rows x cols`, row by row.
     ///
+    /// ```
+    /// let data = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    /// let m = csf_kernels::MatRef::new(3, 2, &data)?; // 3 x 2, no copy
+    /// assert_eq!((m.rows(), m.cols(), m.as_slice()[3]), (3, 2, 4.0));
+    /// assert!(csf_kernels::MatRef::new(4, 2, &data).is_err());
+    /// # Ok::<(), csf_kernels::KernelError>(())
+    /// ```
+    ///
     /// # Errors
     /// [`KernelError::MatrixLength`] when `data` does not hold `rows * cols` elements.
     pub fn new(rows: usize, cols: usize, data: &'a [T]) -> Result<Self, KernelError> {

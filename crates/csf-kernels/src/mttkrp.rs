@@ -342,6 +342,25 @@ impl<T: Scalar> Tensor<'_, T> {
     /// [`Tensor::mttkrp`] into `out` (`I_mode x R`, row-major), which it
     /// overwrites: no allocation on one thread (CP-ALS reuses one output per mode).
     ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F64, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_kernels::{Matrix, Tensor};
+    /// let tensor = Tensor::<f64>::new(&view)?; // x(0,0,1)=1, x(0,2,3)=2, x(1,1,0)=3, x(1,1,2)=4
+    /// let ones = |rows| Matrix::from_rows(rows, 1, vec![1.0; rows]);
+    /// let (a, b, c) = (ones(2)?, ones(3)?, ones(4)?);
+    /// let mut out = vec![f64::NAN; 4]; // mode 2: I_2 x R = 4 x 1, overwritten
+    /// tensor.mttkrp_into(&[a.as_ref(), b.as_ref(), c.as_ref()], 2, &mut out)?;
+    /// assert_eq!(out, [3.0, 1.0, 4.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Tensor::mttkrp`], and [`KernelError::OutputLength`].
     pub fn mttkrp_into(

@@ -78,7 +78,11 @@ impl<'a, T: Scalar> Tensor<'a, T> {
     }
 
     /// Whether the kernels run on rayon's current thread pool (feature
-    /// `parallel`, the default) or on the calling thread alone.
+    /// `parallel`, the default) or on the calling thread alone: the
+    /// results are the same up to rounding (the sums are added in another
+    /// order), and the same bits run after run for a given thread count.
+    /// `Tensor::new(&view)?.with_parallel(false)` keeps a kernel off the
+    /// pool; `pool.install(|| tensor.mttkrp(..))` picks the pool.
     #[must_use]
     pub fn with_parallel(mut self, parallel: bool) -> Self {
         self.parallel = parallel && cfg!(feature = "parallel");
@@ -289,6 +293,28 @@ impl<T: Scalar> Tensor<'_, T> {
     /// tree's leaf dimension), at the cost of the index arrays and values
     /// once more. MTTKRP of each mode reads the tree where that mode is
     /// nearest the root.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F64, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_kernels::{Matrix, Tensor};
+    /// let one = Tensor::<f64>::new(&view)?; // mode order 0, 1, 2
+    /// let two = one.clone().with_root_tree(2)?; // and 2, 0, 1
+    /// assert_eq!(two.mode_orders().collect::<Vec<_>>(), [&[0, 1, 2][..], &[2, 0, 1][..]]);
+    /// let f = |rows, cols| Matrix::from_rows(rows, cols, (0..rows * cols).map(|i| i as f64).collect());
+    /// let (a, b, c) = (f(2, 3)?, f(3, 3)?, f(4, 3)?);
+    /// let factors = [a.as_ref(), b.as_ref(), c.as_ref()];
+    /// // The same MTTKRP, now at the root of the second tree.
+    /// assert_eq!(two.mttkrp(&factors, 2)?, one.mttkrp(&factors, 2)?);
+    /// assert!(two.owned_bytes() > one.owned_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`KernelError::BadMode`], or [`KernelError::Build`] (two leaves at

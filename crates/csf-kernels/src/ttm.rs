@@ -34,6 +34,24 @@ impl<T: Scalar> SemiSparse<T> {
     /// Every element of every fibre as COO: the coordinates (`rank` per
     /// element, in logical order, element after element: fibre by fibre,
     /// the dense mode fastest) and the values, zeros included.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F64, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_kernels::{MatRef, Tensor};
+    /// let tensor = Tensor::<f64>::new(&view)?;
+    /// let y = tensor.ttm(MatRef::new(1, 4, &[1.0; 4])?, 2)?;
+    /// let (coords, values) = y.to_coo();
+    /// assert_eq!(coords, [0, 0, 0, 0, 2, 0, 1, 1, 0]); // (i, j, 0) per fibre
+    /// assert_eq!(values, [1.0, 2.0, 7.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_coo(&self) -> (Vec<u64>, Vec<T>) {
         let rank = self.shape.len();
         let others = rank.saturating_sub(1);
@@ -52,6 +70,23 @@ impl<T: Scalar> SemiSparse<T> {
 
     /// The result as a dense array in C order, when it holds at most
     /// `budget` elements.
+    ///
+    /// ```
+    /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    /// # let values: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// # let buffers = [values, le(&[0, 2]), le(&[0, 1]), le(&[0, 2, 3]), le(&[0, 2, 1]), le(&[0, 1, 2, 4]), le(&[1, 3, 0, 2])];
+    /// # let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    /// # let header = hurray_format::Descriptor::csf(hurray_format::ElementType::F64, &[2, 3, 4], &[0, 1, 2], 4)?;
+    /// # let bytes = hurray_format::encode_to_vec(&header, &slices)?;
+    /// # let container = hurray_format::Container::decode(&bytes)?;
+    /// # let view = csf_core::CsfView::from_container(&container)?;
+    /// use csf_kernels::{MatRef, Tensor};
+    /// let tensor = Tensor::<f64>::new(&view)?;
+    /// let y = tensor.ttm(MatRef::new(1, 4, &[1.0; 4])?, 2)?; // sums over k, shape [2, 3, 1]
+    /// assert_eq!(y.to_dense(100)?, [1.0, 0.0, 2.0, 0.0, 7.0, 0.0]);
+    /// assert!(y.to_dense(5).is_err(), "6 elements, over a budget of 5");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`KernelError::DenseTooLarge`] above the budget,
