@@ -111,7 +111,16 @@ impl<T> CpResult<T> {
     }
 }
 
-/// CP-ALS of `tensor` (see the [module docs](self) for the algorithm).
+/// CP-ALS of `tensor`: each iteration updates every factor in turn from the
+/// normal equations, `U_n = MTTKRP(X, U, n) V^-1` with `V` the Hadamard
+/// product of the other factors' Gram matrices, normalises its columns
+/// into the weights (2-norms on the first iteration, `max(1, max |x|)`
+/// after), and measures the fit `1 - ||X - P|| / ||X||` without forming
+/// `P`; it stops when the fit changes by less than `tol`, or after
+/// `max_iters`. The result has columns of unit norm, weights in decreasing
+/// order and fixed signs. This is the Tensor Toolbox's `cp_als` (and
+/// pyttb's): from the same initial factors, the same fit at every
+/// iteration.
 ///
 /// ```
 /// # let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();

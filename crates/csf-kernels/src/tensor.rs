@@ -105,7 +105,7 @@ impl<'a, T: Scalar> Tensor<'a, T> {
     }
 
     /// The mode orders of the trees held, the first one's first: one tree
-    /// unless [`Tensor::with_root_tree`] added one.
+    /// unless `Tensor::with_root_tree` (feature `build`) added one.
     pub fn mode_orders(&self) -> impl Iterator<Item = &[usize]> {
         self.trees.iter().map(|t| t.mode_order.as_slice())
     }
