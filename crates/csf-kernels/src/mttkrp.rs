@@ -93,11 +93,14 @@ impl<T: Scalar> Walk<'_, T> {
         let crd = level.crd.get(a..b).unwrap_or(&[]);
         let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
         let mut local = [T::ZERO; R];
+        let prefetching = large(level.factor);
         for (k, (&c, &v)) in crd.iter().zip(values).enumerate() {
             // The row of a leaf a few ahead (in this fibre or the next):
             // rows are read in no order the hardware can guess.
-            if let Some(&ahead) = level.crd.get(a + k + PREFETCH_DISTANCE).filter(|_| large(level.factor)) {
-                prefetch(level.factor, (ahead as usize).wrapping_mul(R), R);
+            if prefetching {
+                if let Some(&ahead) = level.crd.get(a + k + PREFETCH_DISTANCE) {
+                    prefetch(level.factor, (ahead as usize).wrapping_mul(R), R);
+                }
             }
             if let Some(row) = row_of(level.factor, c, R) {
                 axpy(&mut local, v, row);
@@ -208,11 +211,12 @@ impl<T: Scalar> Walk<'_, T> {
                 None => {
                     let values = self.values.get(a..b.min(self.values.len())).unwrap_or(&[]);
                     let prefix = prefix.and_then(|p| p.get(..r)).unwrap_or(&[]);
+                    let prefetching = large(out.data);
                     for (k, (&c, &v)) in crd.iter().zip(values).enumerate() {
-                        if let Some(&ahead) =
-                            level.crd.get(a + k + PREFETCH_DISTANCE).filter(|_| large(out.data))
-                        {
-                            out.prefetch(ahead, r);
+                        if prefetching {
+                            if let Some(&ahead) = level.crd.get(a + k + PREFETCH_DISTANCE) {
+                                out.prefetch(ahead, r);
+                            }
                         }
                         if let Some(dst) = out.row(c, r) {
                             axpy(dst, v, prefix);
