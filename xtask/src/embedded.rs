@@ -57,6 +57,12 @@ const FIRMWARE_CHECKS: usize = 39;
 
 const LIBRARIES: [&str; 3] = ["hurray-format", "csf-core", "csf-validate"];
 
+/// Libraries that are `no_std` with an allocator (`alloc`): built for each
+/// board too, without default features, which proves that no `std` leaks
+/// into them or their dependencies (the targets have none). nostd-check,
+/// which links without an allocator, cannot take them.
+pub(crate) const ALLOC_LIBRARIES: [&str; 1] = ["csf-kernels"];
+
 pub(crate) fn embedded() -> Result {
     let started = Instant::now();
     let targets: Vec<&str> = BOARDS.iter().map(|b| b.target).collect();
@@ -67,6 +73,10 @@ pub(crate) fn embedded() -> Result {
     for board in BOARDS {
         for krate in LIBRARIES {
             run(cargo_cmd().args(["build", "--locked", "--release", "-p", krate, "--target", board.target]))?;
+        }
+        for krate in ALLOC_LIBRARIES {
+            let args = ["build", "--locked", "--release", "--no-default-features", "-p", krate, "--target"];
+            run(cargo_cmd().args(args).arg(board.target))?;
         }
     }
     let dir = Path::new(ROOT).join("crates/nostd-firmware");
