@@ -778,7 +778,10 @@ mod tests {
             });
             let proven = proof.lines().any(|line| line.split(['.', ' ']).next() == Some(*krate))
                 || embedded::ALLOC_LIBRARIES.contains(krate);
-            assert_eq!(claims, proven, "{krate}: claims no_std: {claims}, built by nostd-check or the embedded step: {proven}");
+            assert_eq!(
+                claims, proven,
+                "{krate}: claims no_std: {claims}, built by nostd-check or the embedded step: {proven}"
+            );
         }
     }
 
