@@ -32,6 +32,7 @@
 //! after run; different thread counts add in different orders.
 
 use alloc::vec;
+#[cfg(feature = "parallel")]
 use alloc::vec::Vec;
 
 #[cfg(feature = "parallel")]
@@ -381,16 +382,7 @@ impl<T: Scalar> Tensor<'_, T> {
         }
         out.fill(T::ZERO);
         let Some(tree) = self.tree_for(mode) else { return Ok(()) };
-        let levels: Vec<Level<'_, T>> = tree
-            .mode_order
-            .iter()
-            .zip(tree.pos.iter().zip(&tree.crd))
-            .map(|(&m, (pos, crd))| Level {
-                pos,
-                crd,
-                factor: factors.get(m).map_or(&[][..], |f| f.as_slice()),
-            })
-            .collect();
+        let levels = tree.levels(factors);
         let depth = tree.depth.get(mode).copied().unwrap_or(0);
         let walk = Walk { levels: &levels, values: &tree.values, r };
         let threads = self.threads(tree, if depth == 0 { 0 } else { rows });

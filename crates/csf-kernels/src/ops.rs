@@ -1,10 +1,9 @@
 //! The Frobenius norm and the inner product with a Kruskal tensor.
 
 use alloc::vec;
-use alloc::vec::Vec;
 
 use crate::matrix::MatRef;
-use crate::mttkrp::{Level, Walk};
+use crate::mttkrp::Walk;
 use crate::scalar::{row_of, Scalar};
 use crate::simd::Baseline;
 use crate::tensor::{children, Tensor};
@@ -51,16 +50,7 @@ impl<T: Scalar> Tensor<'_, T> {
             return Err(KernelError::WeightsLength { len: weights.len(), rank: r });
         }
         let Some(tree) = self.first() else { return Ok(0.0) };
-        let levels: Vec<Level<'_, T>> = tree
-            .mode_order
-            .iter()
-            .zip(tree.pos.iter().zip(&tree.crd))
-            .map(|(&m, (pos, crd))| Level {
-                pos,
-                crd,
-                factor: factors.get(m).map_or(&[][..], |f| f.as_slice()),
-            })
-            .collect();
+        let levels = tree.levels(factors);
         let walk = Walk { levels: &levels, values: &tree.values, r };
         let mut acc = vec![T::ZERO; r];
         let mut scratch = vec![T::ZERO; r * (levels.len() + 1)];

@@ -177,6 +177,20 @@ impl<'a, T: Scalar> Tree<'a, T> {
         Ok(Self { mode_order, depth, pos, crd, values: leaf_values(view, leaves) })
     }
 
+    /// Each level's arrays with the factor matrix of its dimension (an
+    /// empty one where `factors` has none): what a walk reads.
+    pub(crate) fn levels<'t>(&'t self, factors: &[crate::MatRef<'t, T>]) -> Vec<crate::mttkrp::Level<'t, T>> {
+        self.mode_order
+            .iter()
+            .zip(self.pos.iter().zip(&self.crd))
+            .map(|(&m, (pos, crd))| crate::mttkrp::Level {
+                pos,
+                crd,
+                factor: factors.get(m).map_or(&[][..], |f| f.as_slice()),
+            })
+            .collect()
+    }
+
     /// The leaf count.
     pub(crate) fn leaves(&self) -> usize {
         self.crd.last().map_or(0, |c| c.len())
