@@ -11,8 +11,10 @@ mod distinct;
 mod external;
 mod key;
 mod order;
+mod positioned;
 mod presorted;
 mod quantize;
+mod ranges;
 mod reduce;
 mod select;
 mod sort;
@@ -29,7 +31,9 @@ pub use build::{build, build_owned, reorder, ReorderOptions};
 pub use compare::equal;
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use dense::{from_dense, Dense, DenseOptions};
-pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport};
+pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport, FileJoiner, JoinReport};
+pub use positioned::build_at;
+pub use ranges::KeyRanges;
 pub use reduce::{sum_axes, Reduced};
 pub use select::*;
 
@@ -240,6 +244,12 @@ pub enum BuildError {
         operation: &'static str,
         /// The element type it was given.
         element_type: ElementType,
+    },
+    /// A key-range bound is not above the bound before it ([`KeyRanges::from_bounds`]).
+    #[error("key-range bound {at} is not above the bound before it")]
+    UnorderedBounds {
+        /// The bound's position in the list.
+        at: usize,
     },
     /// A dense array's element count (or byte count) overflows a `u64`.
     #[error("the shape {shape:?} has more elements (or bytes) than a u64 counts")]

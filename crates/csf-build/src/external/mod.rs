@@ -25,6 +25,7 @@
 //! order) come out as in memory. A single key with more duplicates than the
 //! budget holds cannot be split and is built over budget.
 
+mod join;
 mod output;
 mod partition;
 mod quantized;
@@ -38,16 +39,14 @@ use std::path::{Path, PathBuf};
 use hurray_format::ElementType;
 
 use crate::build::{check_permutation, entry_count};
-use crate::concat::Joiner;
 use crate::order::choose;
 use crate::values::{pack, Slots};
 use crate::{
     build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Source,
     StatisticsSection,
 };
-use output::{FileSinks, Header};
+pub use join::{FileJoiner, JoinReport};
 use partition::{partition_of, quantiles};
-use quantized::Observer;
 use spill::{RecordReader, RecordShape, SpillDir, SpillWriter};
 pub use types::{ExternalError, ExternalOptions, ExternalReport};
 
@@ -340,19 +339,15 @@ impl ExternalBuilder {
                 parts.push(writer.finish()?);
             }
         }
-        let observer = match self.options.quantize {
-            Some(spec) => Some(Observer::new(spec, &shape, &mut self.dir)?),
-            None => None,
-        };
-        let sinks = FileSinks::new(&mut self.dir, self.record.rank)?;
         let total = held.len() as u64 + parts.iter().map(|&(_, bytes)| bytes).sum::<u64>();
+        let joiner =
+            FileJoiner::new(self.element_type, &shape, &order, self.options.quantize, &self.limits.temp_dir)?;
         let mut assembly = Assembly {
             built: 0,
             total,
             order: order.clone(),
-            joiner: Joiner::new(self.element_type, &shape, &order, sinks)?,
+            joiner,
             report: ExternalReport { entries: self.entries, mode_order: order, ..ExternalReport::default() },
-            observer,
         };
         if !held.is_empty() || parts.is_empty() {
             self.build_part(held, &shape, &mut assembly)?;
@@ -360,57 +355,21 @@ impl ExternalBuilder {
         for (path, bytes) in parts {
             self.build_partition(&path, bytes, &shape, &mut assembly)?;
         }
-        self.write(assembly, &shape, out, section)
+        self.write(assembly, out, section)
     }
 
     /// Writes the joined tensor, quantized first when asked.
     fn write(
-        mut self,
+        self,
         assembly: Assembly,
-        shape: &[u64],
         out: impl Write,
         section: StatisticsSection,
     ) -> Result<ExternalReport, ExternalError> {
-        let Assembly { order, joiner, mut report, observer, .. } = assembly;
-        let joined = joiner.finish()?;
-        report.nnz = joined.statistics.nnz;
-        let (mut lengths, mut files) = joined.sink.close()?;
-        let mut header = Header {
-            element_type: self.element_type,
-            shape,
-            order: &order,
-            nnz: report.nnz,
-            statistics: Some(joined.statistics),
-            quantization: None,
-        };
-        if let Some(observer) = observer {
-            let (Some(values), Some(length)) = (files.first_mut(), lengths.first_mut()) else {
-                return Err(BuildError::RankTooSmall { rank: 0 }.into());
-            };
-            let encoded = observer.encode(&mut self.dir, values, self.element_type, report.nnz)?;
-            self.bytes_spilled += encoded.length;
-            (*values, *length) = (encoded.values.clone(), encoded.length);
-            header.statistics = Some(encoded.statistics(joined.statistics));
-            header.element_type = encoded.dtype;
-            header.quantization = Some(encoded.quantization.section);
-            for parameters in [Some(&encoded.quantization.scales), encoded.quantization.zero_points.as_ref()]
-                .into_iter()
-                .flatten()
-            {
-                let mut writer = SpillWriter::create(self.dir.new_file("parameters"), 1 << 16)?;
-                writer.write(parameters)?;
-                let (path, length) = writer.finish()?;
-                files.push(path);
-                lengths.push(length);
-            }
-        }
-        self.bytes_spilled += lengths.iter().sum::<u64>();
-        report.bytes_spilled = self.bytes_spilled;
-        if section == StatisticsSection::Omit {
-            header.statistics = None;
-        }
-        let descriptor = output::descriptor(&header, &lengths)?;
-        report.bytes_written = output::write_container(&descriptor, &lengths, &files, out)?;
+        let Assembly { joiner, mut report, .. } = assembly;
+        let joined = joiner.finish(out, section)?;
+        report.nnz = joined.nnz;
+        report.bytes_spilled = self.bytes_spilled + joined.bytes_spilled;
+        report.bytes_written = joined.bytes_written;
         Ok(report)
     }
 
@@ -528,15 +487,10 @@ impl ExternalBuilder {
             quantize: None,
             ..self.options.clone()
         };
-        let built = build(&coo, &options).map_err(|e| in_input(e, &entries))?;
+        let built = build(&coo, &options).map_err(|e| crate::positioned::in_input(e, &entries))?;
         assembly.report.removed += built.removed;
         assembly.report.partitions += 1;
-        let view = built.tensor.view();
-        if let Some(observer) = &mut assembly.observer {
-            let first_leaf = assembly.joiner.node_counts().last().copied().unwrap_or(0);
-            observer.observe(&view, first_leaf)?;
-        }
-        assembly.joiner.push(&view)?;
+        assembly.joiner.push(&built.tensor.view())?;
         if let Some(progress) = &mut self.progress.0 {
             progress(assembly.built, assembly.total);
         }
@@ -544,29 +498,13 @@ impl ExternalBuilder {
     }
 }
 
-/// The build pass's state: the join, what it reports, and the first
-/// quantization pass.
+/// The build pass's state: the join (with quantization's first pass) and
+/// what it reports.
 struct Assembly {
     /// Bytes of spilled entries built so far, and in all (for progress).
     built: u64,
     total: u64,
     order: Vec<u32>,
-    joiner: Joiner<FileSinks>,
+    joiner: FileJoiner,
     report: ExternalReport,
-    observer: Option<Observer>,
-}
-
-/// A build error with its entry positions mapped from the partition to the input.
-fn in_input(error: BuildError, entries: &[u64]) -> BuildError {
-    let global = |i: usize| entries.get(i).map_or(i, |&e| usize::try_from(e).unwrap_or(usize::MAX));
-    match error {
-        BuildError::Duplicate { index, first, second } => {
-            let (a, b) = (global(first), global(second));
-            BuildError::Duplicate { index, first: a.min(b), second: a.max(b) }
-        }
-        BuildError::OutOfBounds { entry, dim, coord, extent } => {
-            BuildError::OutOfBounds { entry: global(entry), dim, coord, extent }
-        }
-        other => other,
-    }
 }

@@ -58,10 +58,21 @@ pub enum ExternalError {
     /// says; entry positions count from the first entry pushed.
     #[error(transparent)]
     Build(#[from] BuildError),
-    /// Joining the partitions failed: a bug, since the partitions are
-    /// disjoint key ranges built by [`build`](crate::build()).
-    #[error("joining partitions: {0}")]
+    /// Joining the parts failed: for an [`ExternalBuilder`] a bug, since
+    /// its partitions are disjoint key ranges built by
+    /// [`build`](crate::build()); for a [`FileJoiner`](super::FileJoiner), a
+    /// part that is not what the join needs (its number is named).
+    #[error("joining parts: {0}")]
     Join(#[source] Box<ConcatError<ExternalError>>),
+    /// A part file given to [`FileJoiner::push_file`](super::FileJoiner::push_file)
+    /// is not a CSF container, or not a part the join takes.
+    #[error("{}: {reason}", path.display())]
+    Part {
+        /// The part's file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A file operation failed.
     #[error("cannot {op} {}: {source}", path.display())]
     Io {
