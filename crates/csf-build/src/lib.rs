@@ -31,7 +31,9 @@ pub use build::{build, build_owned, reorder, ReorderOptions};
 pub use compare::equal;
 pub use concat::{concat, ArraySink, ConcatError, Joined, Joiner, VecSink};
 pub use dense::{from_dense, Dense, DenseOptions};
-pub use external::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport, FileJoiner, JoinReport};
+pub use external::{
+    join_files, ExternalBuilder, ExternalError, ExternalOptions, ExternalReport, FileJoiner, JoinReport,
+};
 pub use positioned::build_at;
 pub use ranges::KeyRanges;
 pub use reduce::{sum_axes, Reduced};

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use csf_build::{
-    build, build_at, Coo, Duplicates, ExternalError, FileJoiner, Indices, KeyRanges, ModeOrderPolicy,
-    Options, Quantize, StatisticsSection,
+    build, build_at, join_files, ConcatError, Coo, Duplicates, ExternalError, FileJoiner, Indices, KeyRanges,
+    ModeOrderPolicy, Options, Quantize, StatisticsSection,
 };
 use csf_testdata::{synthetic, Distribution, Rng};
 use hurray_format::ElementType;
@@ -23,7 +23,6 @@ fn through_parts(
     options: &Options,
     mode_order: &[u32],
     ranges: usize,
-    seed: u64,
 ) -> Result<Vec<u8>, ExternalError> {
     let rank = shape.len();
     let sample: Vec<u64> = coords.chunks(rank).step_by(3).flatten().copied().collect();
@@ -31,7 +30,7 @@ fn through_parts(
     // Shipped to the workers as plain keys.
     let cut = KeyRanges::from_bounds(mode_order, cut.bounds().to_vec())?;
     let of = cut.assign(Indices::RowMajor(coords))?;
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::new(ranges as u64);
     let part_options = Options {
         mode_order: ModeOrderPolicy::Explicit(mode_order.to_vec()),
         quantize: None,
@@ -99,9 +98,8 @@ fn parts_built_at_their_positions_join_into_the_whole() {
                     duplicates,
                     ..Options::default()
                 };
-                let got =
-                    through_parts(dir.path(), shape, &t.indices, &values, &options, mode_order, ranges, 9)
-                        .unwrap();
+                let got = through_parts(dir.path(), shape, &t.indices, &values, &options, mode_order, ranges)
+                    .unwrap();
                 assert!(got == whole(shape, &t.indices, &values, &options), "{case} {duplicates:?} {ranges}");
             }
         }
@@ -118,8 +116,7 @@ fn quantization_is_applied_at_the_join() {
         let quantize: Quantize = scheme.parse().unwrap();
         let options =
             Options { duplicates: Duplicates::Last, quantize: Some(quantize), ..Options::default() };
-        let got =
-            through_parts(dir.path(), &shape, &t.indices, &t.values, &options, &[0, 1, 2], 5, 1).unwrap();
+        let got = through_parts(dir.path(), &shape, &t.indices, &t.values, &options, &[0, 1, 2], 5).unwrap();
         assert!(got == whole(&shape, &t.indices, &t.values, &options), "{scheme}");
     }
 }
@@ -133,9 +130,8 @@ fn errors_name_input_positions() {
     coords.copy_within(100 * 3..101 * 3, 400 * 3);
     let values = vec![1.0; 500];
     let options = Options::default();
-    let error = through_parts(dir.path(), &shape, &coords, &values, &options, &[0, 1, 2], 4, 3)
-        .unwrap_err()
-        .to_string();
+    let error =
+        through_parts(dir.path(), &shape, &coords, &values, &options, &[0, 1, 2], 4).unwrap_err().to_string();
     let at_once = build(&Coo::new(&shape, Indices::RowMajor(&coords), &values), &options).unwrap_err();
     assert_eq!(error, at_once.to_string());
     assert!(error.starts_with("entries 100 and 400 share the index"), "{error}");
@@ -184,5 +180,18 @@ fn bad_part_files_are_refused_with_their_path() {
         .unwrap_err();
     assert!(other_shape.to_string().contains("early.hurray"), "{other_shape}");
     drop(joiner);
+
+    // join_files takes the header from the first file.
+    let mut joined = Vec::new();
+    let report =
+        join_files(&[&early, &late], &mut joined, None, StatisticsSection::Include, dir.path()).unwrap();
+    assert_eq!((report.parts, report.nnz), (2, 3));
+    assert_eq!(joined, whole(&shape, &[0, 0, 0, 1, 1, 1, 3, 0, 0], &[1.0; 3], &Options::default()));
+    let none: [&Path; 0] = [];
+    let error = join_files(&none, Vec::new(), None, StatisticsSection::Include, dir.path()).unwrap_err();
+    assert!(matches!(&error, ExternalError::Join(e) if matches!(**e, ConcatError::NoParts)), "{error}");
+    let error =
+        join_files(&[&garbage], Vec::new(), None, StatisticsSection::Include, dir.path()).unwrap_err();
+    assert!(matches!(&error, ExternalError::Part { path, .. } if path == &garbage), "{error}");
     assert!(spill_dirs(dir.path()).is_empty());
 }

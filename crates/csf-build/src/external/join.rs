@@ -13,7 +13,7 @@ use super::output::{self, FileSinks, Header};
 use super::quantized::Observer;
 use super::spill::{SpillDir, SpillWriter};
 use super::ExternalError;
-use crate::concat::Joiner;
+use crate::concat::{ConcatError, Joiner};
 use crate::{BuildError, Quantize, StatisticsSection};
 
 /// Joins parts, given in storage order with disjoint key ranges, into one
@@ -159,17 +159,7 @@ impl FileJoiner {
     /// join refuses.
     pub fn push_file(&mut self, path: &Path) -> Result<(), ExternalError> {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let result = read_aligned(path, &mut scratch).and_then(|len| {
-            let bytes = bytemuck::cast_slice::<u64, u8>(&scratch).get(..len).unwrap_or_default();
-            let in_part = |reason: String| ExternalError::Part { path: path.to_owned(), reason };
-            let container = Container::decode(bytes).map_err(|e| in_part(e.to_string()))?;
-            let view = CsfView::from_container(&container).map_err(|e| in_part(e.to_string()))?;
-            self.push(&view).map_err(|e| match e {
-                ExternalError::Join(e) => in_part(e.to_string()),
-                ExternalError::Build(e) => in_part(e.to_string()),
-                other => other,
-            })
-        });
+        let result = with_part(path, &mut scratch, |view| self.push(view).map_err(|e| in_part(path, e)));
         self.scratch = scratch;
         result
     }
@@ -236,8 +226,47 @@ impl FileJoiner {
     }
 }
 
-/// Reads the file at `path` into `words` (8-byte aligned), giving its length in bytes.
-fn read_aligned(path: &Path, words: &mut Vec<u64>) -> Result<usize, ExternalError> {
+/// Joins the Hurray files at `paths`, in that order, into one container
+/// written to `out`: [`FileJoiner`] with the element type, shape and mode
+/// order of the first file, every file pushed with
+/// [`push_file`](FileJoiner::push_file).
+///
+/// # Errors
+/// [`ConcatError::NoParts`](crate::ConcatError::NoParts) (as
+/// [`ExternalError::Join`]) for no paths, and every error of
+/// [`FileJoiner::new`], [`push_file`](FileJoiner::push_file) and
+/// [`finish`](FileJoiner::finish).
+pub fn join_files<P: AsRef<Path>>(
+    paths: &[P],
+    out: impl Write,
+    quantize: Option<Quantize>,
+    section: StatisticsSection,
+    temp_dir: &Path,
+) -> Result<JoinReport, ExternalError> {
+    let (first, rest) =
+        paths.split_first().ok_or_else(|| ExternalError::Join(Box::new(ConcatError::NoParts)))?;
+    let first = first.as_ref();
+    let mut scratch = Vec::new();
+    let mut joiner = with_part(first, &mut scratch, |view| {
+        let mut joiner =
+            FileJoiner::new(view.element_type(), view.shape(), view.mode_order(), quantize, temp_dir)?;
+        joiner.push(view).map_err(|e| in_part(first, e))?;
+        Ok(joiner)
+    })?;
+    joiner.scratch = scratch;
+    for path in rest {
+        joiner.push_file(path.as_ref())?;
+    }
+    joiner.finish(out, section)
+}
+
+/// Calls `f` with the view of the Hurray file at `path`, read into `words`
+/// (8-byte aligned, so that its aligned buffers are aligned in memory).
+fn with_part<R>(
+    path: &Path,
+    words: &mut Vec<u64>,
+    f: impl FnOnce(&CsfView<'_>) -> Result<R, ExternalError>,
+) -> Result<R, ExternalError> {
     let io = |e| ExternalError::io("read the part", path, e);
     let mut file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
@@ -245,8 +274,21 @@ fn read_aligned(path: &Path, words: &mut Vec<u64>) -> Result<usize, ExternalErro
         usize::try_from(len).map_err(|_| io(std::io::Error::other("the file is larger than memory")))?;
     words.clear();
     words.resize(len.div_ceil(8), 0);
-    let bytes = bytemuck::cast_slice_mut::<u64, u8>(words);
-    let target = bytes.get_mut(..len).unwrap_or_default();
-    file.read_exact(target).map_err(io)?;
-    Ok(len)
+    let bytes = bytemuck::cast_slice_mut::<u64, u8>(words).get_mut(..len).unwrap_or_default();
+    file.read_exact(bytes).map_err(io)?;
+    let bytes = bytemuck::cast_slice::<u64, u8>(words).get(..len).unwrap_or_default();
+    let refused = |reason: String| ExternalError::Part { path: path.to_owned(), reason };
+    let container = Container::decode(bytes).map_err(|e| refused(e.to_string()))?;
+    let view = CsfView::from_container(&container).map_err(|e| refused(e.to_string()))?;
+    f(&view)
+}
+
+/// An error of pushing the part at `path`, naming it when it is about the part.
+fn in_part(path: &Path, error: ExternalError) -> ExternalError {
+    let refused = |reason: String| ExternalError::Part { path: path.to_owned(), reason };
+    match error {
+        ExternalError::Join(e) => refused(e.to_string()),
+        ExternalError::Build(e) => refused(e.to_string()),
+        other => other,
+    }
 }

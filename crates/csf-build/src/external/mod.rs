@@ -45,7 +45,7 @@ use crate::{
     build, check_rank, BuildError, Coo, Duplicates, Indices, ModeOrderPolicy, Options, Source,
     StatisticsSection,
 };
-pub use join::{FileJoiner, JoinReport};
+pub use join::{join_files, FileJoiner, JoinReport};
 use partition::{partition_of, quantiles};
 use spill::{RecordReader, RecordShape, SpillDir, SpillWriter};
 pub use types::{ExternalError, ExternalOptions, ExternalReport};
