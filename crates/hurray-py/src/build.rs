@@ -121,13 +121,13 @@ pub(crate) fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() 
 
 /// The coordinates as `u64`s: a `uint64` array as is, an `int64` one after
 /// checking that no coordinate is negative (then the bits are the same).
-enum Coords<'py> {
+pub(crate) enum Coords<'py> {
     Unsigned(PyReadonlyArray2<'py, u64>),
     Signed(PyReadonlyArray2<'py, i64>),
 }
 
 impl<'py> Coords<'py> {
-    fn extract(coords: &Bound<'py, PyAny>) -> PyResult<Self> {
+    pub(crate) fn extract(coords: &Bound<'py, PyAny>) -> PyResult<Self> {
         if let Ok(a) = coords.extract::<PyReadonlyArray2<'py, u64>>() {
             return Ok(Coords::Unsigned(a));
         }
@@ -137,7 +137,7 @@ impl<'py> Coords<'py> {
             .map_err(|_| PyTypeError::new_err("coordinates must be a 2-D uint64 or int64 array"))
     }
 
-    fn shape(&self) -> [usize; 2] {
+    pub(crate) fn shape(&self) -> [usize; 2] {
         let s = match self {
             Coords::Unsigned(a) => a.shape(),
             Coords::Signed(a) => a.shape(),
@@ -148,7 +148,7 @@ impl<'py> Coords<'py> {
     /// The flat coordinates; `per_entry` is the length of a run that belongs
     /// to one entry (rows: the rank) or one dimension (columns: nnz), to name
     /// a negative coordinate by entry and dimension.
-    fn flat(&self, columns: bool) -> PyResult<&[u64]> {
+    pub(crate) fn flat(&self, columns: bool) -> PyResult<&[u64]> {
         let contiguous = || PyValueError::new_err("coordinates must be a C-contiguous array");
         match self {
             Coords::Unsigned(a) => a.as_slice().map_err(|_| contiguous()),

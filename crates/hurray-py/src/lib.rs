@@ -17,6 +17,7 @@
 use pyo3::prelude::*;
 
 mod build;
+mod cluster;
 mod compute;
 mod errors;
 mod kernels;
@@ -43,5 +44,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     compute::register(m)?;
     select::register(m)?;
     kernels::register(m)?;
+    cluster::register(m)?;
     Ok(())
 }

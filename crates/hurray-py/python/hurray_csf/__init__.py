@@ -28,6 +28,7 @@ from ._build import from_coo, from_dense
 from ._decompose import CPResult, cp_als
 from ._files import Report, from_bytes, load, save, validate
 from ._interop import from_pandas, from_pyarrow, from_sparse, from_torch
+from ._join import JoinReport, concat
 from ._native import __version__
 from ._tensor import AutoChoice, CsfTensor
 
@@ -39,11 +40,13 @@ __all__ = [
     "DuplicateError",
     "FormatError",
     "HurrayError",
+    "JoinReport",
     "Report",
     "ValidationError",
     "ValidationWarning",
     "Violation",
     "__version__",
+    "concat",
     "cp_als",
     "from_bytes",
     "from_coo",

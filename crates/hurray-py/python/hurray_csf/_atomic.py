@@ -5,10 +5,11 @@ reader of the old file keeps its bytes (what ``save`` and
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
-from typing import Any, Tuple, Union
+from typing import Any, Iterator, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,31 @@ def write_atomically(data: npt.NDArray[np.uint8], path: Any) -> None:
             f.write(data.data)
             f.flush()
             os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@contextlib.contextmanager
+def atomic_target(path: Any) -> Iterator[str]:
+    """A temporary path beside ``path`` for the caller to write; renamed
+    over ``path`` when the block ends normally, removed when it raises
+    (``KeyboardInterrupt`` included)."""
+    target = path_argument(path, "out")
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "cannot write a tensor over a folder", target)
+    folder = os.path.dirname(os.path.abspath(target))
+    try:
+        fd, tmp = _temporary(folder, os.path.basename(target))
+    except OSError as e:
+        raise type(e)(e.errno, f"cannot write beside it: {e.strerror}", target) from e
+    os.close(fd)
+    try:
+        yield tmp
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -7,7 +7,7 @@ raises a ``HurrayError``.
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Sequence
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 
 class Violation(NamedTuple):
@@ -56,6 +56,11 @@ class FormatError(HurrayError):
         super().__init__(message)
         self.offset = offset
 
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        # Pickled with every argument (Dask and multiprocessing send errors
+        # between processes; the default would call the class with the message only).
+        return (type(self), (str(self), self.offset))
+
 
 class ValidationError(HurrayError):
     """The container is sound but the tensor breaks a rule of the CSF spec.
@@ -68,6 +73,9 @@ class ValidationError(HurrayError):
         super().__init__(message)
         self.violations: List[Violation] = [_violation(v) for v in violations]
         self.warnings: List[Warning_] = [_warning(w) for w in warnings]
+
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        return (type(self), (str(self), self.violations, self.warnings))
 
 
 class BuildError(HurrayError):
@@ -87,6 +95,9 @@ class DuplicateError(BuildError):
         self.first = first
         self.second = second
         self.index = tuple(index)
+
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        return (type(self), (str(self), self.first, self.second, self.index))
 
 
 def _violation(v: Any) -> Violation:

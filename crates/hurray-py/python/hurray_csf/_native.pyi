@@ -101,3 +101,25 @@ def cp_als(
     trees: int,
     threads: Optional[int],
 ) -> Tuple[_Floats, List[_Floats], List[float], List[float], bool]: ...
+
+# A build spread over processes (src/cluster.rs).
+_Coords = Union[npt.NDArray[np.uint64], npt.NDArray[np.int64]]
+
+def key_ranges(sample: _Coords, mode_order: Sequence[int], ranges: int) -> npt.NDArray[np.uint64]: ...
+def assign_ranges(
+    coords: _Coords, bounds: npt.NDArray[np.uint64], mode_order: Sequence[int]
+) -> npt.NDArray[np.uint32]: ...
+def build_part(
+    coords: _Coords,
+    values: _Bytes,
+    element_type: str,
+    positions: npt.NDArray[np.uint64],
+    shape: Sequence[int],
+    mode_order: Sequence[int],
+    duplicates: str,
+    drop_zeros: bool,
+    threads: Optional[int],
+) -> _Bytes: ...
+def join_files(
+    paths: Sequence[str], out: str, quantize: Optional[str], statistics: bool, temp_dir: str
+) -> Tuple[int, int, int]: ...
