@@ -363,6 +363,8 @@ const PYTHON_TOOLS: &[&str] = &[
     "pandas",
     "mypy",
     "pandas-stubs",
+    // hurray_csf.dask's tests run a LocalCluster of worker processes.
+    "dask[dataframe,distributed]>=2024.1",
     // The peers of `cp_als`'s agreement tests (both need Python 3.11).
     "tensorly>=0.9,<0.11; python_version >= '3.11'",
     "pyttb>=1.8,<1.9; python_version >= '3.11'",

@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +49,7 @@ except ImportError as e:  # pragma: no cover - exercised without Dask installed
 
 from . import _native
 from ._atomic import atomic_target, path_argument, write_atomically
+from ._errors import HurrayError
 from ._common import (
     ModeOrder,
     dtype_argument,
@@ -211,16 +212,26 @@ def from_dask(
             )
             for k, piece in enumerate(shuffled.to_delayed())
         ]
-        written = [p for p in dask.compute(*builds) if p is not None]
+        results = dask.compute(*builds)
+        # The error of the range with the smallest keys: the one from_coo reports.
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
+        written = [p for p in results if isinstance(p, str)]
         seconds["build"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
         if not written:
             # No entries at all: one empty part gives the empty tensor.
-            written = [_build_range(meta.iloc[0:0], 0, folder, rank, element_type, value_dtype, full, order,
-                                    duplicates, drop_zeros, workers, None, keep_empty=True)]
+            empty = _build_range(
+                meta.iloc[0:0], 0, folder, rank, element_type, value_dtype, full, order, duplicates, drop_zeros,
+                workers, None, keep_empty=True,
+            )
+            if isinstance(empty, BaseException):
+                raise empty
+            written = [empty] if isinstance(empty, str) else []
         with atomic_target(target) as tmp:
-            _, nnz, _ = _native.join_files([p for p in written if p], tmp, scheme, bool(statistics), folder)
+            _, nnz, _ = _native.join_files(written, tmp, scheme, bool(statistics), folder)
         seconds["join"] = time.perf_counter() - clock
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -316,7 +327,7 @@ def _coordinates(
         if raw.dtype.kind == "f":
             bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.floor(raw)))
             if bad.size:
-                raise ValueError(where.format(int(bad[0])) + f" holds {raw[bad[0]]!r}, not an integer")
+                raise ValueError(where.format(int(bad[0])) + f" holds {raw[bad[0]].item()}, not an integer")
         elif raw.dtype.kind not in "iu":
             raise TypeError(f"coordinate column {name!r} has dtype {raw.dtype}: integers needed")
         if raw.dtype.kind != "u":
@@ -414,7 +425,8 @@ def _tag(
     tagged = pd.DataFrame({f"c{d}": coords[:, d] for d in range(len(columns))})
     tagged["_value"] = frame[value_column].to_numpy(dtype=_numpy_dtype(frame[value_column].dtype)).astype(value_dtype)
     tagged["_pos"] = np.arange(offset, offset + rows, dtype=np.uint64)
-    tagged["_range"] = _native.assign_ranges(coords, bounds, order).astype(np.int64)
+    keys = _native_array(bounds, np.uint64).reshape(-1, len(columns))
+    tagged["_range"] = _native.assign_ranges(coords, keys, order).astype(np.int64)
     return tagged
 
 
@@ -432,9 +444,10 @@ def _build_range(
     threads: Optional[int],
     kill_once: Optional[str],
     keep_empty: bool = False,
-) -> Optional[str]:
+) -> Union[str, None, Exception]:
     """Builds key range ``k`` and writes it to its part file (atomically, under
-    a name fixed by ``k``): the path, or ``None`` for a range with no entries."""
+    a name fixed by ``k``): the path, ``None`` for a range with no entries,
+    or the build's error."""
     if kill_once is not None and k == 0 and not os.path.exists(kill_once):
         # A test's stand-in for a worker lost mid-build: half a temporary part, then death.
         with open(kill_once, "w"):
@@ -444,17 +457,28 @@ def _build_range(
         os._exit(1)
     if len(frame) == 0 and not keep_empty:
         return None
-    coords = np.ascontiguousarray(np.column_stack([frame[f"c{d}"].to_numpy(np.uint64) for d in range(rank)]))
+    coords = _native_array(np.column_stack([frame[f"c{d}"].to_numpy(np.uint64) for d in range(rank)]), np.uint64)
     coords = coords.reshape(len(frame), rank)
     values = frame["_value"].to_numpy(dtype=value_dtype)
-    positions = np.ascontiguousarray(frame["_pos"].to_numpy(np.uint64))
-    raw = _native.build_part(
-        coords, little_endian_bytes(values), element_type, positions, list(shape), order, duplicates, drop_zeros,
-        threads,
-    )
+    positions = _native_array(frame["_pos"].to_numpy(np.uint64), np.uint64)
+    try:
+        raw = _native.build_part(
+            coords, little_endian_bytes(values), element_type, positions, list(shape), order, duplicates, drop_zeros,
+            threads,
+        )
+    except (HurrayError, ValueError, TypeError) as e:
+        # Returned, not raised: the caller reports the first range's error,
+        # whichever task fails first.
+        return e
     path = os.path.join(folder, f"part-{k:06d}.hurray")
     write_atomically(raw, path)
     return path
+
+
+def _native_array(array: Any, dtype: Any) -> Any:
+    """``array`` as Rust takes it: C-contiguous and aligned (arrays that
+    crossed a process boundary can sit unaligned in a message buffer)."""
+    return np.require(array, dtype=dtype, requirements=["C", "A"])
 
 
 def _wait(collection: Any) -> None:
