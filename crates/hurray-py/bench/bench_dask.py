@@ -7,13 +7,14 @@ benchmarks use) as 16 Parquet files (int64 coordinates i, j, k and an f64
 value v, snappy, row groups of 1M), and the same entries as one file
 ``all.parquet`` for the CLI. ``run`` builds them with ``from_dask`` on a
 ``LocalCluster`` of W single-threaded worker processes (``stage_timings``:
-the shuffle persisted as a stage of its own), prints the seconds of each
+the shuffle persisted as a stage of its own; ``--fused`` runs it as users
+do, shuffle and build in one graph), prints the seconds of each
 stage and each worker's peak resident memory, and checks the file against
 the one ``hurray convert all.parquet --memory M`` writes (run it yourself,
 timed with ``/usr/bin/time -v``; the command is printed). Run:
 
     python crates/hurray-py/bench/bench_dask.py generate DIR [--nnz 100000000] [--dist uniform|power]
-    python crates/hurray-py/bench/bench_dask.py run DIR --workers 1 [--parts 16]
+    python crates/hurray-py/bench/bench_dask.py run DIR --workers 1 [--parts 16] [--fused]
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run(folder: str, workers: int, parts: int, out: str) -> None:
+def run(folder: str, workers: int, parts: int, out: str, stages: bool) -> None:
     import dask
     import dask.dataframe as dd
     import distributed
@@ -84,7 +85,7 @@ def run(folder: str, workers: int, parts: int, out: str) -> None:
         frame = dd.read_parquet(files)
         t0 = time.perf_counter()
         report = from_dask(frame, out=out, values="v", coords=["i", "j", "k"], duplicates="sum", parts=parts,
-                           threads=1, stage_timings=True)
+                           threads=1, stage_timings=stages)
         total = time.perf_counter() - t0
         worker_peaks = client.run(peak_rss)
     seconds = report.seconds
@@ -114,11 +115,12 @@ def main() -> None:
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--parts", type=int, default=16)
     r.add_argument("--out", default=None)
+    r.add_argument("--fused", action="store_true", help="the default from_dask: shuffle and build in one graph, not timed apart")
     args = parser.parse_args()
     if args.command == "generate":
         generate(args.folder, args.nnz, args.dist, args.seed)
     else:
-        run(args.folder, args.workers, args.parts, args.out or os.path.join(args.folder, "dask.hurray"))
+        run(args.folder, args.workers, args.parts, args.out or os.path.join(args.folder, "dask.hurray"), not args.fused)
 
 
 if __name__ == "__main__":
