@@ -126,7 +126,9 @@ pub fn descriptor_roundtrip(data: &[u8]) {
 /// Oracle: nothing panics; a refused part leaves no trace unless the joiner
 /// says it is poisoned; when `finish` succeeds, the joined tensor passes
 /// strict validation and iterates to exactly the accepted parts' entries,
-/// one after the other, with the same values.
+/// one after the other, with the same values. `csf_build::FileJoiner` (the
+/// file-backed join, quantizing per tensor when the input's last byte is
+/// odd) accepts the same parts, and unquantized writes the same file.
 pub fn concat_parts(data: &[u8]) {
     let mut parts = Vec::new();
     let mut rest = data;
@@ -147,14 +149,44 @@ pub fn concat_parts(data: &[u8]) {
         csf_build::VecSink::default(),
     );
     let Ok(mut joiner) = joiner else { return };
+    // The same parts through the file-backed join (quantized when the
+    // input's last byte is odd): it accepts exactly what the joiner accepts.
+    let quantize = data.last().filter(|&&b| b % 2 == 1).and_then(|_| "per-tensor:i8".parse().ok());
+    let mut files = csf_build::FileJoiner::new(
+        first.element_type(),
+        first.shape(),
+        first.mode_order(),
+        quantize,
+        &std::env::temp_dir(),
+    )
+    .expect("the header was accepted by Joiner::new, and the temporary directory is writable");
     let mut accepted = Vec::new();
     for view in &views {
-        if joiner.push(view).is_ok() {
+        let pushed = joiner.push(view).is_ok();
+        if pushed {
             accepted.push(view);
+        }
+        let quantizer_refused =
+            |e: &csf_build::ExternalError| matches!(e, csf_build::ExternalError::Build(_));
+        match files.push(view) {
+            Ok(()) => assert!(pushed, "FileJoiner accepted a part Joiner refused"),
+            Err(e) => {
+                assert!(!pushed || quantizer_refused(&e), "FileJoiner refused a part Joiner accepted: {e}")
+            }
         }
     }
     let Ok(joined) = joiner.finish() else { return };
     check::joined(&joined, &accepted);
+    let mut written = Vec::new();
+    let report = files.finish(&mut written, csf_build::StatisticsSection::Include);
+    if quantize.is_none() {
+        let report = report.expect("FileJoiner finishes what Joiner finished");
+        let built =
+            csf_build::Built { tensor: joined.into_tensor().expect("checked above"), auto: None, removed: 0 };
+        let at_once = built.to_bytes(csf_build::StatisticsSection::Include).expect("a joined tensor encodes");
+        assert_eq!(written, at_once, "FileJoiner's file differs from the in-memory join's");
+        assert_eq!(report.bytes_written, written.len() as u64);
+    }
 }
 
 /// A container and the arguments of csf-build's computations on it: the

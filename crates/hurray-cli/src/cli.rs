@@ -28,7 +28,7 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Convert a FROSTT .tns file (gzip read transparently) to a Hurray CSF file.
+    /// Convert a FROSTT .tns file (gzip read transparently) or a Parquet file to a Hurray CSF file.
     Convert(ConvertArgs),
     /// Describe a file: element type, shape, mode order, nnz, levels, sizes.
     Inspect(InspectArgs),
@@ -49,13 +49,41 @@ pub enum Command {
     /// CP decomposition by alternating least squares: prints the fit per
     /// iteration and writes the weights and factor matrices as .npy files.
     Cpd(CpdArgs),
+    /// Join files holding consecutive key ranges of one tensor (a cluster
+    /// build's parts) into one file, in one streaming pass.
+    Concat(ConcatArgs),
+}
+
+/// `hurray concat`.
+#[derive(Debug, Args)]
+pub struct ConcatArgs {
+    /// The parts, in storage order: each holds keys above the previous one's
+    /// (a level-0 coordinate may continue into the next part). All share the
+    /// first's shape, mode order and element type, unquantized.
+    #[arg(value_name = "PART", required = true)]
+    pub parts: Vec<PathBuf>,
+    /// The Hurray file to write (atomically: a temporary file is renamed into place).
+    #[arg(short, long, value_name = "OUT.hurray")]
+    pub output: PathBuf,
+    /// Quantize the joined values (the schemes of `convert --quantize`).
+    #[arg(long, value_name = "SCHEME[:OPTION...]", value_parser = parse_quantize)]
+    pub quantize: Option<Quantize>,
+    /// Leave out the statistics section (nnz, sparsity, min, max).
+    #[arg(long)]
+    pub no_statistics: bool,
+    /// Where the output's arrays are spilled while joining (default: the output's directory).
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
 }
 
 /// `hurray convert`.
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// The .tns file: one non-zero a line, 1-based coordinates then the value.
-    #[arg(value_name = "IN.tns")]
+    /// The input: a FROSTT .tns file (one non-zero a line, 1-based coordinates
+    /// then the value), or a Parquet file (named *.parquet, *.parq or *.pq, or
+    /// starting with PAR1): a row per non-zero, a column per coordinate
+    /// (0-based) and a values column (see --coords and --values).
+    #[arg(value_name = "IN.tns|IN.parquet")]
     pub input: PathBuf,
     /// The Hurray file to write (atomically: a temporary file is renamed into place).
     #[arg(short, long, value_name = "OUT.hurray")]
@@ -67,10 +95,23 @@ pub struct ConvertArgs {
     /// auto (the smallest tree), or a permutation such as 2,0,1.
     #[arg(long, value_name = "identity|auto|P0,P1,...", default_value = "identity", value_parser = parse_mode_order)]
     pub mode_order: ModeOrderArg,
-    /// Element type of the values. The default, f64, keeps every decimal
-    /// value of the file exactly as `dump` prints it back.
-    #[arg(long, value_name = "TYPE", default_value = "f64", value_parser = parse_dtype)]
-    pub dtype: ElementType,
+    /// Element type of the values. For .tns the default is f64, which keeps
+    /// every decimal value of the file exactly as `dump` prints it back; for
+    /// Parquet, the values column's own type (int8 -> i8, uint16 -> u16,
+    /// float -> f32, double -> f64, boolean -> bool; float16 needs f32 or f64).
+    #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
+    pub dtype: Option<ElementType>,
+    /// Parquet: the coordinate columns, in dimension order (the rank is their
+    /// count). Default: every integer column but the values column, in file order.
+    #[arg(long, value_name = "NAME,NAME,...", value_delimiter = ',')]
+    pub coords: Option<Vec<String>>,
+    /// Parquet: the values column. Default: the column named value, values, val
+    /// or v, else the last column that is not a coordinate.
+    #[arg(long, value_name = "NAME")]
+    pub values: Option<String>,
+    /// Parquet: the coordinates are 1-based (as in .tns), not 0-based.
+    #[arg(long)]
+    pub one_based: bool,
     /// What to do with two lines at the same index.
     #[arg(long, value_enum, default_value_t = DuplicatesArg::Error)]
     pub duplicates: DuplicatesArg,

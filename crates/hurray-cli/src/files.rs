@@ -76,6 +76,15 @@ pub fn open(path: &Path, populate: bool) -> Result<Input> {
     Ok(Input::Owned(bytes))
 }
 
+/// The directory `path` is written in (`.` for a bare file name): where
+/// spill files go by default, beside the output.
+pub fn directory_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// Linux's `MemAvailable`, in bytes; `None` elsewhere.
 pub fn available_memory() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;

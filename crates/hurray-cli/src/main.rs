@@ -1,11 +1,12 @@
-//! The `hurray` command-line tool: convert FROSTT `.tns` tensors to Hurray
-//! CSF files, and inspect, validate, query and dump those files.
+//! The `hurray` command-line tool: convert FROSTT `.tns` tensors and Parquet
+//! tables to Hurray CSF files, and inspect, validate, query and dump those files.
 //!
 //! Exit status: 0 success, 1 invalid or unreadable data, 2 usage error.
 //! Every error is one line on stderr, `hurray: FILE: what is wrong`.
 
 mod cleanup;
 mod cli;
+mod concat;
 mod convert;
 mod cpd;
 mod dump;
@@ -14,6 +15,8 @@ mod files;
 mod format;
 mod get;
 mod inspect;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod progress;
 mod read;
 mod tns;
@@ -56,6 +59,7 @@ fn run(cli: &Cli) -> Result<i32, Error> {
         Command::Get(args) => get::run(args)?,
         Command::Dump(args) => dump::run(args)?,
         Command::Cpd(args) => cpd::run(args, cli.quiet)?,
+        Command::Concat(args) => concat::run(args, cli.quiet)?,
     }
     Ok(EXIT_OK)
 }

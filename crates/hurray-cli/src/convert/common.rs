@@ -71,9 +71,28 @@ pub fn check_rank(path: &Path, first: tns::FirstLine) -> Result<usize> {
         .map_err(|e| Error::line(path, first.line, format!("{rank} coordinates and a value: {e}")))?;
     Ok(rank)
 }
-/// A build error, with input entries turned back into line numbers (the
-/// input is read again for that: errors are rare, memory is not).
-pub fn build_error(path: &Path, error: BuildError) -> Error {
+/// What the input's entries are, for naming them in build errors.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    /// The data lines of a `.tns` file (found by reading it again).
+    Tns,
+    /// The rows of a Parquet file: entry `e` is row `e`, 0-based; its
+    /// coordinates are shown as the file holds them (`--one-based` or not).
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+    Parquet { one_based: bool },
+}
+
+/// A build error in the input's terms: entries become `.tns` line numbers
+/// (the input is read again for that: errors are rare, memory is not) or
+/// Parquet row numbers.
+pub fn build_error(path: &Path, source: Source, error: BuildError) -> Error {
+    match source {
+        Source::Tns => tns_build_error(path, error),
+        Source::Parquet { one_based } => parquet_build_error(path, one_based, error),
+    }
+}
+
+fn tns_build_error(path: &Path, error: BuildError) -> Error {
     let lines = |entries: &[usize]| -> Option<Vec<u64>> {
         let (input, _) = files::open_text(path).ok()?;
         entries.iter().map(|&e| tns::line_of_entry(&input, e)).collect()
@@ -100,6 +119,31 @@ pub fn build_error(path: &Path, error: BuildError) -> Error {
                 _ => Error::data(path, what),
             }
         }
+        other => Error::data(path, other),
+    }
+}
+
+fn parquet_build_error(path: &Path, one_based: bool, error: BuildError) -> Error {
+    let shown = |c: u64| c.saturating_add(u64::from(one_based));
+    match error {
+        BuildError::Duplicate { index, first, second } => {
+            let index: Vec<u64> = index.iter().map(|&c| shown(c)).collect();
+            Error::data(
+                path,
+                format!(
+                    "rows {first} and {second} hold the same coordinates ({}); \
+                     --duplicates sum|last|first merges duplicates",
+                    format::commas(&index)
+                ),
+            )
+        }
+        BuildError::OutOfBounds { entry, dim, coord, extent } => Error::data(
+            path,
+            format!(
+                "row {entry}: coordinate {} of dimension {dim} is outside the extent {extent}",
+                shown(coord)
+            ),
+        ),
         other => Error::data(path, other),
     }
 }

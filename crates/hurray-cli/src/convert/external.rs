@@ -11,7 +11,7 @@ use std::time::Instant;
 use csf_build::{ExternalBuilder, ExternalError, ExternalOptions, ExternalReport, Indices};
 use hurray_format::ElementType;
 
-use super::common::{self, Clock, Context, Phase};
+use super::common::{self, Clock, Context, Phase, Source};
 use super::memory;
 use crate::cleanup;
 use crate::cli::ConvertArgs;
@@ -57,7 +57,7 @@ fn is_gzip_file(path: &Path) -> Result<bool> {
 
 /// Runs the external convert within `budget` bytes.
 pub fn run(args: &ConvertArgs, cx: &Context, budget: u64) -> Result<()> {
-    match args.dtype {
+    match args.dtype.unwrap_or(ElementType::F64) {
         ElementType::F64 => run_typed::<f64>(args, cx, budget),
         ElementType::F32 => run_typed::<f32>(args, cx, budget),
         ElementType::I64 => run_typed::<i64>(args, cx, budget),
@@ -159,7 +159,7 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
     let expected_entries = if gzip { None } else { expected_entries(&first, input_len) };
     let limits = ExternalOptions { memory: budget, temp_dir: temp_dir(args), expected_entries };
     let mut builder = ExternalBuilder::new(rank, shape.clone(), V::TYPE, common::options(args), limits)
-        .map_err(|e| external_error(path, e))?;
+        .map_err(|e| external_error(path, Source::Tns, e))?;
     let _spill_guard = cleanup::register(builder.spill_dir());
 
     let bar = Progress::bytes(show && !gzip, input_len, "spilling");
@@ -174,17 +174,27 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
         entries += parsed.len();
         builder
             .push(Indices::Columnar(&parsed.column_slices()), &parsed.values)
-            .map_err(|e| external_error(path, e))?;
+            .map_err(|e| external_error(path, Source::Tns, e))?;
         block = blocks.next()?;
     }
     bar.finish();
     let spill = clock.stop();
 
     let clock = Clock::start();
-    let report = finish(builder, args, show)?;
+    let report = finish(builder, args, show, Source::Tns)?;
     let build = clock.stop();
+    notes(args, cx, &report);
+    if args.timings {
+        print_timings(args, budget, &blocks, (lines, entries), spill, build, &report, started);
+    }
+    Ok(())
+}
+
+/// The notes on stderr after an external build: how many entries were
+/// merged or dropped, and what `--mode-order auto` chose.
+pub(super) fn notes(args: &ConvertArgs, cx: &Context, report: &ExternalReport) {
     if report.removed > 0 && !cx.quiet {
-        eprintln!("hurray: {}: {} entries merged or dropped", path.display(), report.removed);
+        eprintln!("hurray: {}: {} entries merged or dropped", args.input.display(), report.removed);
     }
     if matches!(args.mode_order, crate::cli::ModeOrderArg::Auto) && !cx.quiet {
         eprintln!(
@@ -192,10 +202,6 @@ fn run_typed<V: TnsValue>(args: &ConvertArgs, cx: &Context, budget: u64) -> Resu
             format::commas(&report.mode_order)
         );
     }
-    if args.timings {
-        print_timings(args, budget, &blocks, (lines, entries), spill, build, &report, started);
-    }
-    Ok(())
 }
 
 /// The rank: `--shape`'s, or the first data line's (which must be in the
@@ -209,11 +215,8 @@ fn rank_of_first_block(path: &Path, shape: Option<&[u64]>, first: &[u8]) -> Resu
 }
 
 /// Where the spill files go: `--temp-dir`, or the output's directory.
-fn temp_dir(args: &ConvertArgs) -> PathBuf {
-    args.temp_dir.clone().unwrap_or_else(|| match args.output.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    })
+pub(super) fn temp_dir(args: &ConvertArgs) -> PathBuf {
+    args.temp_dir.clone().unwrap_or_else(|| crate::files::directory_of(&args.output))
 }
 
 /// How many entries a plain file of `input_len` bytes holds, judged by the
@@ -226,7 +229,12 @@ fn expected_entries(first: &[u8], input_len: u64) -> Option<u64> {
 }
 
 /// Builds the partitions and writes the file atomically, with a progress bar.
-fn finish(mut builder: ExternalBuilder, args: &ConvertArgs, show: bool) -> Result<ExternalReport> {
+pub(super) fn finish(
+    mut builder: ExternalBuilder,
+    args: &ConvertArgs,
+    show: bool,
+    source: Source,
+) -> Result<ExternalReport> {
     let path = args.input.as_path();
     let bar = std::sync::Arc::new(Progress::bytes(show, 0, "building"));
     let shared = std::sync::Arc::clone(&bar);
@@ -239,17 +247,17 @@ fn finish(mut builder: ExternalBuilder, args: &ConvertArgs, show: bool) -> Resul
     let report = report.map_err(|e| match e {
         // The output failed (a full disk, say): name it, not the input.
         ExternalError::Encode(hurray_format::EncodeError::Io(io)) => Error::io(&args.output, io),
-        other => external_error(path, other),
+        other => external_error(path, source, other),
     })?;
     out.commit()?;
     Ok(report)
 }
 
-/// An external build error as one line: entry positions become line
-/// numbers, I/O errors name their file.
-fn external_error(path: &Path, error: ExternalError) -> Error {
+/// An external build error as one line: entry positions become line or
+/// row numbers, I/O errors name their file.
+pub(super) fn external_error(path: &Path, source: Source, error: ExternalError) -> Error {
     match error {
-        ExternalError::Build(e) => common::build_error(path, e),
+        ExternalError::Build(e) => common::build_error(path, source, e),
         ExternalError::Io { path: file, source, .. } => Error::io(&file, source),
         other => Error::data(path, other),
     }

@@ -9,7 +9,7 @@ use hurray_format::ElementType;
 
 use super::common::{
     build_error, check_mode_order_rank, check_rank, options, peak_rss, statistics_section, Clock, Context,
-    Phase,
+    Phase, Source,
 };
 use crate::cli::ConvertArgs;
 use crate::error::{Error, Result};
@@ -58,7 +58,7 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
         file_bytes: 0,
     };
     let typed = TypedConvert { args, cx, rank, input, timings: &mut timings };
-    let built = match args.dtype {
+    let built = match args.dtype.unwrap_or(ElementType::F64) {
         ElementType::F64 => typed.run::<f64>(),
         ElementType::F32 => typed.run::<f32>(),
         ElementType::I64 => typed.run::<i64>(),
@@ -72,12 +72,7 @@ pub fn run(args: &ConvertArgs, cx: &Context) -> Result<()> {
         ElementType::Bool => typed.run::<Bool>(),
         other => return Err(Error::Usage(format!("unsupported --dtype for convert: {other}"))),
     }?;
-    if let (Some(auto), false) = (&built.auto, cx.quiet) {
-        print_auto(auto);
-    }
-    if built.removed > 0 && !cx.quiet {
-        eprintln!("hurray: {}: {} entries merged or dropped", path.display(), built.removed);
-    }
+    notes(path, &built, cx);
 
     let clock = Clock::start();
     timings.file_bytes = write(&built, &args.output, statistics_section(args))?;
@@ -109,6 +104,17 @@ fn rank_of_input(args: &ConvertArgs, input: &[u8]) -> Result<usize> {
         (None, None) => {
             Err(Error::data(path, "no non-zeros in the file: give --shape to write an empty tensor"))
         }
+    }
+}
+
+/// The notes on stderr after a build: what `--mode-order auto` chose, and
+/// how many entries were merged or dropped.
+pub(super) fn notes(path: &Path, built: &Built, cx: &Context) {
+    if let (Some(auto), false) = (&built.auto, cx.quiet) {
+        print_auto(auto);
+    }
+    if built.removed > 0 && !cx.quiet {
+        eprintln!("hurray: {}: {} entries merged or dropped", path.display(), built.removed);
     }
 }
 
@@ -170,14 +176,14 @@ impl TypedConvert<'_> {
         let built = csf_build::build_owned(coo, &options);
         spinner.finish();
         timings.build = clock.stop();
-        let built = built.map_err(|e| build_error(path, e))?;
+        let built = built.map_err(|e| build_error(path, Source::Tns, e))?;
         timings.nnz = built.tensor.view().nnz();
         Ok(built)
     }
 }
 
 /// Writes the container atomically and returns its size.
-fn write(built: &Built, output: &Path, section: StatisticsSection) -> Result<u64> {
+pub(super) fn write(built: &Built, output: &Path, section: StatisticsSection) -> Result<u64> {
     let mut out = Output::create(Some(output))?;
     let size = built.write_to(&mut out, section).map_err(|e| match e {
         hurray_format::EncodeError::Io(io) => Error::io(output, io),
