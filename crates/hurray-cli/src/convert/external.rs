@@ -287,6 +287,16 @@ fn print_timings(
         lines,
         format::bytes(blocks.bytes_read)
     );
+    print_build_report(build, report);
+    eprintln!("  total  {:8.3} s", started.elapsed().as_secs_f64());
+    if let Some(peak) = common::peak_rss() {
+        eprintln!("  peak RSS {}", format::bytes(peak));
+    }
+}
+
+/// The `--timings` lines of the external build's second pass, for `.tns`
+/// and Parquet input alike.
+pub(super) fn print_build_report(build: Phase, report: &ExternalReport) {
     eprintln!(
         "  build+join+write {build}  {} partitions ({} split again), nnz {}",
         report.partitions, report.resplit, report.nnz
@@ -296,8 +306,4 @@ fn print_timings(
         format::bytes(report.bytes_spilled),
         format::bytes(report.bytes_written)
     );
-    eprintln!("  total  {:8.3} s", started.elapsed().as_secs_f64());
-    if let Some(peak) = common::peak_rss() {
-        eprintln!("  peak RSS {}", format::bytes(peak));
-    }
 }

@@ -212,15 +212,7 @@ impl Run<'_> {
     fn print_external_timings(&self, budget: u64, spill: Phase, build: Phase, report: &ExternalReport) {
         self.print_timings(&format!("external build within {}", format::bytes(budget)));
         eprintln!("  decode+spill     {spill}  {} rows", self.table.rows_read());
-        eprintln!(
-            "  build+join+write {build}  {} partitions ({} split again), nnz {}",
-            report.partitions, report.resplit, report.nnz
-        );
-        eprintln!(
-            "  bytes: {} spilled, {} written (synced, renamed into place)",
-            format::bytes(report.bytes_spilled),
-            format::bytes(report.bytes_written)
-        );
+        super::external::print_build_report(build, report);
         self.print_total();
     }
 

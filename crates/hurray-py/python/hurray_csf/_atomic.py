@@ -28,7 +28,19 @@ def write_atomically(data: npt.NDArray[np.uint8], path: Any) -> None:
     """Writes ``data`` to ``path`` atomically. ``path`` must not be a folder
     (``IsADirectoryError``); an error making the temporary file (a missing
     or read-only folder) names ``path``."""
-    target = path_argument(path, "path")
+    with atomic_target(path, "path") as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data.data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def atomic_target(path: Any, what: str = "out") -> Iterator[str]:
+    """A temporary path beside ``path`` for the caller to write; renamed
+    over ``path`` when the block ends normally, removed when it raises
+    (``KeyboardInterrupt`` included)."""
+    target = path_argument(path, what)
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, "cannot save a tensor over a folder", target)
     folder = os.path.dirname(os.path.abspath(target))
@@ -36,33 +48,6 @@ def write_atomically(data: npt.NDArray[np.uint8], path: Any) -> None:
         fd, tmp = _temporary(folder, os.path.basename(target))
     except OSError as e:
         # Name the file asked for, not the temporary one beside it.
-        raise type(e)(e.errno, f"cannot write beside it: {e.strerror}", target) from e
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-@contextlib.contextmanager
-def atomic_target(path: Any) -> Iterator[str]:
-    """A temporary path beside ``path`` for the caller to write; renamed
-    over ``path`` when the block ends normally, removed when it raises
-    (``KeyboardInterrupt`` included)."""
-    target = path_argument(path, "out")
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, "cannot write a tensor over a folder", target)
-    folder = os.path.dirname(os.path.abspath(target))
-    try:
-        fd, tmp = _temporary(folder, os.path.basename(target))
-    except OSError as e:
         raise type(e)(e.errno, f"cannot write beside it: {e.strerror}", target) from e
     os.close(fd)
     try:
