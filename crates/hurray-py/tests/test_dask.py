@@ -280,13 +280,13 @@ def test_concat_refuses_bad_parts_and_leaves_no_file(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_join_leaves_nothing(tmp_path: Path, monkeypatch: Any) -> None:
-    import hurray_csf.dask as module
+    from hurray_csf import _native
 
     def interrupted(*args: Any) -> Any:
         raise KeyboardInterrupt
 
     coords, values = entries(3, 500, seed=6)
-    monkeypatch.setattr(module._native, "join_files", interrupted)
+    monkeypatch.setattr(_native, "join_files", interrupted)
     with pytest.raises(KeyboardInterrupt):
         from_dask(frame(coords, values, 3), out=tmp_path / "t.hurray", duplicates="sum")
     assert leftovers(tmp_path, []) == []
