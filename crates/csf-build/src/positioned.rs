@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::build::{build, entry_count};
 use crate::values::{pack, Slots};
-use crate::{BuildError, Built, Coo, Indices, Options};
+use crate::{BuildError, Built, Coo, Indices, Options, Source};
 
 /// Builds `coo` as [`build`] would build its entries taken in the order of
 /// their input positions, `positions[i]` being entry `i`'s: what the
@@ -57,11 +57,8 @@ pub fn build_at(coo: &Coo<'_>, positions: &[u64], options: &Options) -> Result<B
     }
     let mut order: Vec<usize> = (0..len).collect();
     order.sort_by_key(|&i| positions.get(i).copied().unwrap_or(u64::MAX));
-    let coord = |entry: usize, dim: usize| match coo.indices {
-        Indices::RowMajor(flat) => flat.get(entry * rank + dim).copied().unwrap_or(0),
-        Indices::Columnar(columns) => columns.get(dim).and_then(|c| c.get(entry)).copied().unwrap_or(0),
-    };
-    let coords: Vec<u64> = order.iter().flat_map(|&i| (0..rank).map(move |d| coord(i, d))).collect();
+    let source = &Source { shape: coo.shape, indices: coo.indices, len };
+    let coords: Vec<u64> = order.iter().flat_map(|&i| (0..rank).map(move |d| source.coord(i, d))).collect();
     let slots = Slots::new(coo.element_type, &coo.values, len);
     let sorted_slots: Vec<u8> = order.iter().flat_map(|&i| slots.slot(i).iter().copied()).collect();
     let sorted_positions: Vec<u64> = order.iter().filter_map(|&i| positions.get(i).copied()).collect();

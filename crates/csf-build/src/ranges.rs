@@ -16,7 +16,7 @@ use crate::{check_rank, BuildError, Indices, Source};
 
 /// Keys sorted to choose the bounds: a systematic sample of the keys given
 /// beyond this many (plenty for thousands of ranges).
-const QUANTILE_SAMPLE: usize = 1 << 16;
+pub(crate) const QUANTILE_SAMPLE: usize = 1 << 16;
 
 /// The cut of the storage-order key space into ranges: range `r` holds the
 /// keys in `[bounds[r - 1], bounds[r])`, open at both ends.

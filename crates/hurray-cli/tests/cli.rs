@@ -7,7 +7,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value as Json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_hurray");
+mod common;
+use common::{hurray, s, stderr, BIN};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -17,28 +18,12 @@ fn spec_tns() -> PathBuf {
     repo().join("examples/spec_example.tns")
 }
 
-fn hurray<I, S>(args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<std::ffi::OsStr>,
-{
-    let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run hurray");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "hurray panicked: {stderr}");
-    assert_ne!(out.status.code(), Some(101), "hurray panicked: {stderr}");
-    out
-}
-
 fn code(out: &Output) -> i32 {
     out.status.code().expect("exited normally")
 }
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Runs and requires exit 0.
@@ -55,10 +40,6 @@ where
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
 }
 
 /// The non-zeros of a `.tns` text: 1-based index -> value text.

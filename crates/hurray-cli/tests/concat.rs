@@ -3,16 +3,9 @@
 //! line and exit 1, with no output and no spill files left.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hurray");
-
-fn hurray(args: &[&str]) -> Output {
-    let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run hurray");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "hurray panicked: {stderr}");
-    out
-}
+mod common;
+use common::{hurray, s};
 
 #[track_caller]
 fn ok(args: &[&str]) {
@@ -25,10 +18,6 @@ fn tns(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     path
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// Entries of a [9, 8, 7] tensor in identity storage order (1-based .tns lines).
@@ -164,10 +153,10 @@ fn bad_parts_are_one_line_and_leave_nothing() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
         assert_eq!(entries_of(dir.path()), before, "{stderr}");
     }
-    let run = hurray(&["concat", "-o", s(&out)]);
+    let run = hurray(["concat", "-o", s(&out)]);
     assert_eq!(run.status.code(), Some(2));
     let run =
-        hurray(&["concat", s(&parts[0]), s(&parts[1]), "-o", s(&out), "--quantize", "per-channel:axis=7"]);
+        hurray(["concat", s(&parts[0]), s(&parts[1]), "-o", s(&out), "--quantize", "per-channel:axis=7"]);
     assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
     assert_eq!(entries_of(dir.path()), before);
 }

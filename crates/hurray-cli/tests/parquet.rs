@@ -3,26 +3,8 @@
 //! of files it cannot use. The files are written here with the parquet
 //! crate's writer, in several row groups and with every codec the reader has.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_hurray");
-
-fn hurray<I, S>(args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<std::ffi::OsStr>,
-{
-    let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run hurray");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "hurray panicked: {stderr}");
-    assert_ne!(out.status.code(), Some(101), "hurray panicked: {stderr}");
-    out
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+mod common;
+use common::{hurray, s, stderr};
 
 /// Runs and requires exit `code` with `message` in the error.
 #[track_caller]
@@ -32,10 +14,6 @@ fn refused<S: AsRef<std::ffi::OsStr>>(args: &[S], code: i32, message: &str) {
     assert_eq!(out.status.code(), Some(code), "stderr: {text}");
     assert!(text.contains(message), "{message:?} not in {text:?}");
     assert_eq!(text.lines().count(), 1, "one line: {text}");
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
 }
 
 #[cfg(not(feature = "parquet"))]

@@ -198,6 +198,8 @@ def test_arguments_are_checked(tmp_path: Path) -> None:
         from_dask(np.zeros((2, 3)), out=out)
     with pytest.raises(ValueError, match="duplicates must be one of"):
         from_dask(table, out=out, duplicates="max")
+    with pytest.raises(ValueError, match=r"mode order \[0, 0, 1\] is not a permutation"):
+        from_dask(table, out=out, mode_order=[0, 0, 1])
     with pytest.raises(ValueError, match="parts must be at least 1"):
         from_dask(table, out=out, parts=0)
     # An empty input with a shape is the empty tensor.

@@ -2,10 +2,7 @@
 //! quantiles, and the partition of a record ([`crate::ranges`] on records).
 
 use super::spill::RecordShape;
-use crate::ranges::{cut, range_of};
-
-/// Keys sorted to choose the partitions' bounds.
-const QUANTILE_SAMPLE: usize = 1 << 16;
+use crate::ranges::{cut, range_of, QUANTILE_SAMPLE};
 
 /// The partition of a record: the number of bounds at or below its key.
 pub(super) fn partition_of(bounds: &[Vec<u64>], shape: RecordShape, order: &[u32], record: &[u8]) -> usize {

@@ -49,6 +49,7 @@ except ImportError as e:  # pragma: no cover - exercised without Dask installed
 
 from . import _native
 from ._atomic import atomic_target, path_argument, write_atomically
+from ._build import _DUPLICATES
 from ._errors import HurrayError
 from ._common import (
     ModeOrder,
@@ -69,7 +70,6 @@ SAMPLE_KEYS = 1 << 16
 #: Columns taken as the values when ``values`` is not given (as ``hurray
 #: convert`` takes them from a Parquet file).
 VALUE_NAMES = ("value", "values", "val", "v")
-_DUPLICATES = ("error", "sum", "last", "first")
 
 
 class DaskBuildReport(NamedTuple):
@@ -157,6 +157,9 @@ def from_dask(
     if given is not None and len(given) != rank:
         raise ValueError(f"the shape {list(given)} has rank {len(given)}, the coordinates {rank} columns")
     order_argument = mode_order_argument(mode_order)
+    if not isinstance(order_argument, str):
+        # csf-build's check of the permutation, before any pass over the data.
+        _native.key_ranges(np.zeros((0, rank), np.uint64), order_argument, 1)
     scheme = quantize_argument(quantize)
     wanted = frame.npartitions if parts is None else int(parts)
     if wanted < 1:
@@ -311,14 +314,18 @@ def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
 
 
 def _coordinates(
-    frame: Any, i: int, columns: List[str], shape: Optional[Tuple[int, ...]]
+    frame: Any, i: int, columns: List[str], shape: Optional[Tuple[int, ...]], check: bool = True
 ) -> npt.NDArray[np.uint64]:
     """The partition's coordinates as a ``(rows, rank)`` uint64 array, every
-    one checked (the error names the partition, the row and the column)."""
+    one checked unless ``check`` is false (the error names the partition, the
+    row and the column; the scan checks, the later pass only converts)."""
     rows = len(frame)
     out = np.empty((rows, len(columns)), dtype=np.uint64)
     for d, name in enumerate(columns):
         column = frame[name]
+        if not check:
+            out[:, d] = column.to_numpy(dtype=_numpy_dtype(column.dtype))
+            continue
         where = f"partition {i}, row {{}}: coordinate column {name!r}"
         nulls = np.flatnonzero(column.isna().to_numpy())
         if nulls.size:
@@ -396,10 +403,7 @@ def _storage_order(argument: Any, sample: npt.NDArray[np.uint64], shape: Tuple[i
             sample, False, np.zeros(sample.shape[0], np.uint8), "bool", list(shape), "auto", "first", False, None, None
         )
         return list(auto[0]) if auto is not None else list(range(rank))
-    order = [int(d) for d in argument]
-    if sorted(order) != list(range(rank)):
-        raise ValueError(f"mode order {order} is not a permutation of 0..{rank}")
-    return order
+    return [int(d) for d in argument]
 
 
 def _tagged_meta(rank: int, value_dtype: np.dtype[Any]) -> Any:
@@ -420,7 +424,7 @@ def _tag(
     order: List[int],
 ) -> Any:
     """The partition's entries with their input positions and key ranges."""
-    coords = _coordinates(frame, -1, columns, None)
+    coords = _coordinates(frame, -1, columns, None, check=False)
     rows = coords.shape[0]
     tagged = pd.DataFrame({f"c{d}": coords[:, d] for d in range(len(columns))})
     tagged["_value"] = frame[value_column].to_numpy(dtype=_numpy_dtype(frame[value_column].dtype)).astype(value_dtype)
