@@ -118,6 +118,21 @@ pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool
     }
 }
 
+/// [`sort_into`] of keys made already (every one of which is keyable).
+pub(crate) fn sort_keys_into<K: Key, T: Send>(
+    into: Vec<K>,
+    keys: &[K],
+    payload: Option<Payload<'_>>,
+    bits: (u32, u32, u32),
+    parallel: bool,
+    visit: impl Fn(usize, &[K]) -> T + Sync,
+) -> Sorted<K, T> {
+    match sort_into(into, &Slice(keys), payload, bits, parallel, visit) {
+        Ok(sorted) => sorted,
+        Err(Unkeyable) => unreachable!("a slice's keys never fail to key"),
+    }
+}
+
 /// Splits `0..n` into chunks: one when not `parallel`, else a few per thread
 /// (so that uneven chunks still balance), none below `MIN_CHUNK` entries.
 pub(crate) fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
@@ -138,6 +153,21 @@ pub(crate) fn chunks(n: usize, parallel: bool) -> Vec<Range<usize>> {
 /// order by the last levels of the key): the buckets are then sorted on bits
 /// `ordered..hi` alone, and the result is the same.
 pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
+    source: &S,
+    payload: Option<Payload<'_>>,
+    bits: (u32, u32, u32),
+    parallel: bool,
+    visit: impl Fn(usize, &[K]) -> T + Sync,
+) -> Result<Sorted<K, T>, Unkeyable> {
+    sort_into(Vec::new(), source, payload, bits, parallel, visit)
+}
+
+/// [`sort_from`], scattering the keys into `into` when it has the length
+/// the sorted keys need (an array the caller no longer needs, such as an
+/// input column already packed into keys: memory touched already, where a
+/// fresh array costs a page fault and the zeroing of every 4 KiB written).
+pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
+    into: Vec<K>,
     source: &S,
     payload: Option<Payload<'_>>,
     (lo, ordered, hi): (u32, u32, u32),
@@ -169,7 +199,8 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
 
     // Pass 2: each chunk scatters into its own sub-slice of every bucket.
     let width = payload.map_or(0, |p| p.width);
-    let mut keys = vec![K::default(); starts[radix]];
+    // The scatter writes every key of the output: old contents need no clearing.
+    let mut keys = if into.len() == starts[radix] { into } else { vec![K::default(); starts[radix]] };
     let mut slots = vec![0u8; starts[radix] * width];
     let targets = targets(&mut keys, &mut slots, &counts, width, payload.is_some());
     let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {

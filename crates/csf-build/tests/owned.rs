@@ -163,12 +163,13 @@ fn unsorted_input_writes_the_upper_levels_over_its_columns() {
     let levels = view.levels();
     assert_eq!(levels[2].crd.len(), 5_000, "level 2 has a node per entry");
     let over_column = |bytes: &[u8]| columns.contains(&bytes.as_ptr());
-    // The longest arrays take the four columns, longest first: crd_2 and
-    // pos_2 (about 4,990 entries), crd_1, then pos_1; pos_3 (5,001 entries)
-    // does not fit a column of 5,000; the leaf crd is the sorted keys.
+    // The keys are packed over level 0's column and sorted into level 1's,
+    // which becomes the leaf crd; the three other columns take the longest
+    // upper arrays, longest first: crd_2 and pos_2 (about 4,990 entries),
+    // then crd_1; pos_3 (5,001 entries) does not fit a column of 5,000.
     let pos: Vec<bool> = levels.iter().map(|l| over_column(l.pos.as_bytes())).collect();
     let crd: Vec<bool> = levels.iter().map(|l| over_column(l.crd.as_bytes())).collect();
-    assert_eq!((pos, crd), (vec![false, true, true, false], vec![false, true, true, false]));
+    assert_eq!((pos, crd), (vec![false, false, true, false], vec![false, true, true, true]));
 }
 
 #[test]
@@ -284,5 +285,54 @@ proptest! {
     fn build_owned_builds_what_build_builds((coo, options) in coo_strategy()) {
         let want = built_borrowed(&coo, &options);
         assert_same(&build_owned(coo, &options), &want);
+    }
+}
+
+#[test]
+fn keys_packed_over_the_columns_report_errors_as_the_borrowed_build() {
+    // Random input too large for the small path, in parallel chunks and
+    // not: keys with and without room for a position (2000^3, and
+    // 5000 x 50000 x 500000 whose 48 bits leave none), an entry outside the
+    // shape in the first and in a later chunk, a duplicate under `Error`.
+    for (shape, n) in [(vec![2_000u64; 3], 100_000usize), (vec![5_000, 50_000, 500_000], 70_000)] {
+        let mut rng = csf_testdata::Rng::new(11);
+        let fresh = |rng: &mut csf_testdata::Rng| -> Vec<Vec<u64>> {
+            shape.iter().map(|&e| (0..n).map(|_| rng.below(e)).collect()).collect()
+        };
+        let mut cases: Vec<(&str, Vec<Vec<u64>>, Options)> = Vec::new();
+        for parallel in [false, true] {
+            let sum = Options { duplicates: Duplicates::Sum, parallel, ..Options::default() };
+            let error = Options { parallel, ..Options::default() };
+            let other_order = Options { mode_order: ModeOrderPolicy::Explicit(vec![2, 0, 1]), ..sum.clone() };
+            cases.push(("valid", fresh(&mut rng), sum.clone()));
+            cases.push(("another order", fresh(&mut rng), other_order));
+            for at in [3, n / 2 + 17, n - 1] {
+                let mut columns = fresh(&mut rng);
+                columns[2][at] = shape[2] + 5;
+                columns[1][at + 1 - usize::from(at + 1 == n)] = shape[1];
+                cases.push(("outside the shape", columns, sum.clone()));
+            }
+            let mut columns = fresh(&mut rng);
+            for column in &mut columns {
+                column[n - 10] = column[40];
+            }
+            cases.push(("a duplicate", columns, error));
+        }
+        for (what, columns, options) in cases {
+            let coo = OwnedCoo {
+                shape: shape.clone(),
+                columns,
+                element_type: ElementType::F64,
+                values: f64_values(n),
+            };
+            let want = built_borrowed(&coo, &options);
+            match (what, &want) {
+                ("outside the shape", Err(csf_build::BuildError::OutOfBounds { .. }))
+                | ("a duplicate", Err(csf_build::BuildError::Duplicate { first: 40, .. }))
+                | ("valid" | "another order", Ok(_)) => {}
+                _ => panic!("{what}: {:?}", want.as_ref().err()),
+            }
+            assert_same(&build_owned(coo, &options), &want);
+        }
     }
 }

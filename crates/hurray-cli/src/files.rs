@@ -1,6 +1,7 @@
 //! Reading inputs (memory-mapped when possible, gzip transparently) and
 //! writing outputs atomically (a temporary file beside the target, renamed
-//! into place only once it is complete and synced).
+//! into place only once it is complete and synced; written past the page
+//! cache where the file system allows it, see [`crate::direct`]).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -8,6 +9,7 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
 use crate::cleanup;
+use crate::direct::FileWriter;
 use crate::error::{Error, Result, STDOUT};
 
 /// The bytes of an input file: a read-only memory map, or an owned buffer
@@ -123,7 +125,7 @@ pub struct Output {
 
 enum Sink {
     Stdout(BufWriter<io::StdoutLock<'static>>),
-    File(BufWriter<tempfile::NamedTempFile>),
+    File(FileWriter),
 }
 
 impl Output {
@@ -140,7 +142,7 @@ impl Output {
                 Ok(Self {
                     path: path.to_path_buf(),
                     _cleanup: Some(cleanup::register(temp.path())),
-                    sink: Sink::File(BufWriter::with_capacity(1 << 20, temp)),
+                    sink: Sink::File(FileWriter::new(temp)),
                 })
             }
         }
@@ -159,7 +161,7 @@ impl Output {
         match self.sink {
             Sink::Stdout(mut out) => out.flush().map_err(|e| Error::io(&path, e)),
             Sink::File(out) => {
-                let temp = out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+                let temp = out.finish().map_err(|e| Error::io(&path, e))?;
                 temp.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
                 set_permissions(&temp, &path);
                 temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;

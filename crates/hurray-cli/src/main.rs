@@ -9,6 +9,7 @@ mod cli;
 mod concat;
 mod convert;
 mod cpd;
+mod direct;
 mod dump;
 mod error;
 mod files;

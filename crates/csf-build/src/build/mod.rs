@@ -10,6 +10,7 @@
 
 mod comparison;
 mod fill;
+mod in_place;
 mod keyer;
 mod plan;
 mod radix;
@@ -23,10 +24,12 @@ use csf_core::{OwnedCsf, OwnedLevel};
 use crate::key::Layout;
 use crate::order::{choose, AutoChoice};
 use crate::presorted;
+use crate::sort::Payload;
 use crate::values::Slots;
 use crate::{
     check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo, Source,
 };
+use fill::Writer;
 use plan::Spare;
 use radix::SortedTree;
 
@@ -145,12 +148,9 @@ pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError
             let presort = if in_order { Presort::Any } else { Presort::Disordered };
             let staged = with_borrowed(&shape, &columns, element_type, &values, |coo| {
                 let chosen = Chosen { mode_order, auto, in_identity_order };
-                Plan::new(coo, options, Some(chosen))?.stage(options, presort)
+                Plan::new(coo, options, Some(chosen))?.stage(options, presort, true)
             });
-            // Once the keys are sorted, the input is not read again: its
-            // columns become the levels' arrays (fresh memory costs more).
-            drop(values);
-            let built = staged.and_then(|staged| staged.finish(Spare::new(columns), options));
+            let built = staged.and_then(|staged| staged.finish(Owned { columns, values }, options));
             match built {
                 Ok(built) => Ok(Built { removed: built.removed + merged as u64, ..built }),
                 Err(BuildError::OutOfBounds { entry, dim, coord, extent }) if entry >= kept => {
@@ -231,13 +231,16 @@ impl<'a> Plan<'a> {
     }
 
     fn build(self, options: &Options, presort: Presort) -> Result<Built, BuildError> {
-        self.stage(options, presort)?.finish(Spare::default(), options)
+        self.stage(options, presort, false)?.finish(Owned::default(), options)
     }
 
     /// As much of the build as reads the input: on the radix path, up to the
-    /// sorted keys; on the others, the whole tree.
-    fn stage(self, options: &Options, presort: Presort) -> Result<Staged, BuildError> {
-        let stage = build_levels(&self.source, &self.slots, &self.chosen, options, presort)?;
+    /// sorted keys; on the others, the whole tree. With `owned` (the input's
+    /// columns and values are the caller's to hand over, to `finish`), the
+    /// radix path over `u64` keys stops before it reads anything: its keys
+    /// are packed over the columns (`in_place.rs`).
+    fn stage(self, options: &Options, presort: Presort, owned: bool) -> Result<Staged, BuildError> {
+        let stage = build_levels(&self.source, &self.slots, &self.chosen, options, presort, owned)?;
         let Plan { source, slots, chosen: Chosen { mode_order, auto, .. } } = self;
         let (element_type, width) = (slots.element_type, slots.width);
         Ok(Staged {
@@ -273,16 +276,54 @@ enum Stage {
     Written(Output),
     Sorted64(Box<SortedTree<u64>>),
     Sorted128(Box<SortedTree<u128>>),
+    /// The radix path over `u64` keys, to run over the owned input.
+    InPlace(Box<in_place::InPlace>),
+}
+
+/// The input arrays of `build_owned`, handed over to the build's last steps
+/// (empty for a borrowed input).
+#[derive(Default)]
+struct Owned {
+    columns: Vec<Vec<u64>>,
+    values: Vec<u8>,
 }
 
 impl Staged {
-    /// The tensor, its levels written into `spare` arrays where they fit.
-    fn finish(self, spare: Spare, options: &Options) -> Result<Built, BuildError> {
+    /// The tensor: on the radix path, its keys sorted over the `owned`
+    /// input when `stage` chose to, its levels written into the owned
+    /// columns where they fit.
+    fn finish(self, owned: Owned, options: &Options) -> Result<Built, BuildError> {
         let Staged { stage, len, width, element_type, shape, mode_order, auto } = self;
+        let Owned { mut columns, values } = owned;
         let (levels, values) = match stage {
             Stage::Written(output) => output,
-            Stage::Sorted64(tree) => (*tree).write(spare)?,
-            Stage::Sorted128(tree) => (*tree).write(spare)?,
+            Stage::Sorted64(tree) => {
+                // Once the keys are sorted, the input is not read again: its
+                // columns become the levels' arrays (fresh memory costs more).
+                drop(values);
+                (*tree).write(Spare::new(columns))?
+            }
+            Stage::Sorted128(tree) => {
+                drop(values);
+                (*tree).write(Spare::new(columns))?
+            }
+            Stage::InPlace(job) => {
+                let writer = Writer {
+                    layout: job.layout,
+                    width,
+                    element_type,
+                    duplicates: options.duplicates,
+                    parallel: options.parallel,
+                };
+                let payload = Payload { data: &values, width };
+                let settings = in_place::Settings { shape: &shape, mode_order: &mode_order, payload, writer };
+                let tree = job.sort(&mut columns, &settings)?;
+                drop(values);
+                // The key column and those of the levels below the second
+                // (the second holds the sorted keys now).
+                columns.retain(|c| c.capacity() > 0);
+                tree.write(Spare::new(columns))?
+            }
         };
         let removed = (len - values.len() / width.max(1)) as u64;
         let values = crate::values::pack(element_type, values);
@@ -373,6 +414,7 @@ fn build_levels(
     chosen: &Chosen,
     options: &Options,
     presort: Presort,
+    owned: bool,
 ) -> Result<Stage, BuildError> {
     let mode_order = &chosen.mode_order[..];
     if presort != Presort::Off {
@@ -399,6 +441,12 @@ fn build_levels(
         Some(bit) if chosen.in_identity_order && presort != Presort::Off => bit,
         _ => 0,
     };
+    // Owned columns take the keys packed over them: every entry is keyed
+    // (no zeros dropped) from its input bytes (no slots made for the sort).
+    let columnar = matches!(source.indices, Indices::Columnar(_));
+    if owned && columnar && layout.total_bits() <= 64 && !options.drop_zeros && slots.is_input() {
+        return Ok(Stage::InPlace(Box::new(in_place::InPlace { layout, ordered })));
+    }
     let job = BuildJob { source, slots, mode_order, layout, ordered, options };
     let sorted = match layout.total_bits() {
         0..=64 => job.sort_tree::<u64>()?.map(|tree| Stage::Sorted64(Box::new(tree))),

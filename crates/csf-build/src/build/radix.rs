@@ -2,7 +2,7 @@
 //! nodes while the bucket is in cache, then the chunks of sorted keys
 //! placed (`plan.rs`) and written (`fill.rs`) in parallel.
 
-use crate::key::Key;
+use crate::key::{Key, Layout};
 use crate::sort::{sort_from, Payload, Sorted};
 use crate::{BuildError, Duplicates};
 
@@ -38,20 +38,12 @@ impl BuildJob<'_> {
     /// up although every coordinate is inside the shape (not reached: the
     /// comparison sort is the fallback).
     pub(super) fn sort_tree<K: Key>(&self) -> Result<Option<SortedTree<K>>, BuildError> {
-        let Some(Sorted { keys, slots: values, starts, visits: mut tallies, top_shift }) =
-            self.sort_and_tally::<K>()
-        else {
+        let Some(sorted) = self.sort_and_tally::<K>() else {
             check_bounds(self.source)?;
             return Ok(None);
         };
-        self.tally_bucket_firsts(&mut tallies, &starts, top_shift);
-        if self.options.duplicates == Duplicates::Error {
-            if let Some(i) = tallies.iter().find_map(|t| t.first_duplicate) {
-                return Err(self.duplicate_error_of(keys[i]));
-            }
-        }
-        let plan = ChunkPlan::new(starts, tallies, self.layout.rank, self.options.parallel);
-        Ok(Some(SortedTree { keys, values, plan, writer: self.writer() }))
+        let tree = tree_of(sorted, self.layout, self.writer(), self.options.duplicates);
+        tree.map(Some).map_err(|key| self.duplicate_error_of(key))
     }
 
     fn writer(&self) -> Writer {
@@ -68,41 +60,10 @@ impl BuildJob<'_> {
     /// cache; `None` when an entry has a coordinate outside the shape.
     fn sort_and_tally<K: Key>(&self) -> Option<Sorted<K, Tally>> {
         let layout = self.layout;
-        let rank = layout.rank;
-        let visit = |start: usize, bucket: &[K]| {
-            let mut at = vec![0usize; rank];
-            let mut first_duplicate = None;
-            for (i, pair) in bucket.windows(2).enumerate() {
-                match layout.split_level(pair[0], pair[1]) {
-                    Some(split) => at[split] += 1,
-                    None => {
-                        first_duplicate.get_or_insert(start + i + 1);
-                    }
-                }
-            }
-            Tally { at, first_duplicate }
-        };
         let payload = Payload { data: &self.slots.data, width: self.slots.width };
         let keyer = Keyer::new(self);
         let (lo, hi) = (layout.position_bits, layout.total_bits());
-        sort_from(&keyer, Some(payload), (lo, self.ordered, hi), self.options.parallel, visit).ok()
-    }
-
-    /// Adds each bucket's first key to its tally, which counted only the
-    /// keys after it: the first key leaves the previous bucket's last key at
-    /// the level of the highest bit where their top digits differ.
-    fn tally_bucket_firsts(&self, tallies: &mut [Tally], starts: &[usize], top_shift: u32) {
-        let mut prev_digit = None;
-        for (digit, tally) in tallies.iter_mut().enumerate() {
-            if starts[digit + 1] > starts[digit] {
-                let split = prev_digit.map_or(0, |p: usize| {
-                    let high = top_shift + (usize::BITS - 1 - (p ^ digit).leading_zeros());
-                    usize::from(self.layout.level_of_bit[high as usize])
-                });
-                tally.at[split] += 1;
-                prev_digit = Some(digit);
-            }
-        }
+        sort_from(&keyer, Some(payload), (lo, self.ordered, hi), self.options.parallel, tally(layout)).ok()
     }
 
     /// The duplicate error for the first two kept entries at `key`'s coordinates.
@@ -117,6 +78,60 @@ impl BuildJob<'_> {
         let first = same.next().unwrap_or(0);
         let second = same.next().unwrap_or(first);
         BuildError::Duplicate { index, first, second }
+    }
+}
+
+/// The visit of each sorted bucket: its nodes per level, and its first
+/// duplicate key.
+pub(super) fn tally<K: Key>(layout: Layout) -> impl Fn(usize, &[K]) -> Tally + Sync {
+    move |start: usize, bucket: &[K]| {
+        let mut at = vec![0usize; layout.rank];
+        let mut first_duplicate = None;
+        for (i, pair) in bucket.windows(2).enumerate() {
+            match layout.split_level(pair[0], pair[1]) {
+                Some(split) => at[split] += 1,
+                None => {
+                    first_duplicate.get_or_insert(start + i + 1);
+                }
+            }
+        }
+        Tally { at, first_duplicate }
+    }
+}
+
+/// The tree to write from sorted and tallied keys, or under
+/// [`Duplicates::Error`] the first key that repeats the one before it.
+pub(super) fn tree_of<K: Key>(
+    sorted: Sorted<K, Tally>,
+    layout: Layout,
+    writer: Writer,
+    duplicates: Duplicates,
+) -> Result<SortedTree<K>, K> {
+    let Sorted { keys, slots: values, starts, visits: mut tallies, top_shift } = sorted;
+    tally_bucket_firsts(&layout, &mut tallies, &starts, top_shift);
+    if duplicates == Duplicates::Error {
+        if let Some(i) = tallies.iter().find_map(|t| t.first_duplicate) {
+            return Err(keys[i]);
+        }
+    }
+    let plan = ChunkPlan::new(starts, tallies, layout.rank, writer.parallel);
+    Ok(SortedTree { keys, values, plan, writer })
+}
+
+/// Adds each bucket's first key to its tally, which counted only the keys
+/// after it: the first key leaves the previous bucket's last key at the
+/// level of the highest bit where their top digits differ.
+fn tally_bucket_firsts(layout: &Layout, tallies: &mut [Tally], starts: &[usize], top_shift: u32) {
+    let mut prev_digit = None;
+    for (digit, tally) in tallies.iter_mut().enumerate() {
+        if starts[digit + 1] > starts[digit] {
+            let split = prev_digit.map_or(0, |p: usize| {
+                let high = top_shift + (usize::BITS - 1 - (p ^ digit).leading_zeros());
+                usize::from(layout.level_of_bit[high as usize])
+            });
+            tally.at[split] += 1;
+            prev_digit = Some(digit);
+        }
     }
 }
 

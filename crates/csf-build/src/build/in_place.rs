@@ -1,0 +1,165 @@
+//! The radix path over owned columns (`build_owned`): the keys are packed
+//! over one coordinate column, and scattered into another.
+//!
+//! The borrowed radix path makes each key in its scatter (`keyer.rs`) and
+//! scatters it into a fresh array. A build that owns its columns needs no
+//! fresh array for the keys: one pass packs every entry's key over the
+//! first level's column (each entry's coordinates are read before its key
+//! is written), the scatter reads the keys from there and writes them over
+//! the second level's column, which the pass has finished with. The two
+//! arrays are memory the input has touched already, where a fresh one
+//! costs a page fault and the zeroing of every 4 KiB it fills; and the
+//! build's peak is one key array lower. The first column and the others
+//! left over then hold the upper levels (`Spare`), as on the borrowed path.
+
+use rayon::prelude::*;
+
+use hurray_format::limits::MAX_RANK;
+
+use super::fill::Writer;
+use super::radix::{tally, tree_of, SortedTree};
+use crate::key::{Key, Layout};
+use crate::sort::{chunks, sort_keys_into, Payload};
+use crate::BuildError;
+
+/// A radix build of `u64` keys over owned columns: what `build_levels`
+/// chose, before any column is written.
+pub(super) struct InPlace {
+    pub(super) layout: Layout,
+    /// See `BuildJob::ordered`.
+    pub(super) ordered: u32,
+}
+
+/// What the sort needs to know of the build besides the columns.
+pub(super) struct Settings<'a> {
+    pub(super) shape: &'a [u64],
+    pub(super) mode_order: &'a [u32],
+    /// The value slots, one per entry (the input's own bytes).
+    pub(super) payload: Payload<'a>,
+    pub(super) writer: Writer,
+}
+
+impl InPlace {
+    /// Packs the keys over `columns[mode_order[0]]`, sorts them into
+    /// `columns[mode_order[1]]` (taken out of `columns`: it becomes the
+    /// leaf `crd`), and tallies the tree. The columns left in `columns` are
+    /// no longer input: the caller writes upper levels into them. Every
+    /// entry is kept (no zeros are dropped on this path).
+    ///
+    /// # Errors
+    /// The first entry (in input order) with a coordinate outside the
+    /// shape, or under [`Duplicates::Error`] the first two entries at one
+    /// index, as the borrowed path reports them.
+    pub(super) fn sort(
+        &self,
+        columns: &mut [Vec<u64>],
+        settings: &Settings<'_>,
+    ) -> Result<SortedTree<u64>, BuildError> {
+        let Settings { shape, mode_order, payload, writer } = settings;
+        let layout = self.layout;
+        let (key_dim, into_dim) = (mode_order[0] as usize, mode_order[1] as usize);
+        let mut keys = std::mem::take(&mut columns[key_dim]);
+        if let Some(entry) = pack(&mut keys, columns, key_dim, shape, mode_order, &layout, writer.parallel) {
+            return Err(out_of_bounds(entry, &keys, columns, key_dim, shape));
+        }
+        let into = std::mem::take(&mut columns[into_dim]);
+        let bits = (layout.position_bits, self.ordered, layout.total_bits());
+        let sorted = sort_keys_into(into, &keys, Some(*payload), bits, writer.parallel, tally(layout));
+        let tree = tree_of(sorted, layout, *writer, writer.duplicates);
+        columns[key_dim] = keys;
+        tree.map_err(|key| duplicate_error(key, &columns[key_dim], &layout, mode_order))
+    }
+}
+
+/// Writes each entry's key (its coordinates packed by `layout`, the
+/// position bits clear) over `keys`, which holds the coordinates of
+/// dimension `key_dim` (the other dimensions' are in `columns`). Stops at
+/// the first entry outside the shape, leaving it as it was, and returns it.
+fn pack(
+    keys: &mut [u64],
+    columns: &[Vec<u64>],
+    key_dim: usize,
+    shape: &[u64],
+    mode_order: &[u32],
+    layout: &Layout,
+    parallel: bool,
+) -> Option<usize> {
+    let rank = mode_order.len();
+    let mut extents = [0u64; MAX_RANK];
+    for (level, &dim) in mode_order.iter().enumerate() {
+        extents[level] = shape[dim as usize];
+    }
+    let below = layout.shift[rank - 1];
+    let pack_range = |start: usize, keys: &mut [u64]| -> Option<usize> {
+        // Each level's coordinates for this range; the key column's own
+        // level reads the entry's slot before it is overwritten.
+        let end = start + keys.len();
+        let mut by_level: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
+        for (level, &dim) in mode_order.iter().enumerate() {
+            if dim as usize != key_dim {
+                by_level[level] = &columns[dim as usize][start..end];
+            }
+        }
+        for (i, slot) in keys.iter_mut().enumerate() {
+            let mut key = 0u64;
+            let mut ok = true;
+            for level in 0..rank {
+                let c = if mode_order[level] as usize == key_dim { *slot } else { by_level[level][i] };
+                ok &= c < extents[level];
+                key = key.shl_or(layout.bits[level], c & layout.mask[level]);
+            }
+            if !ok {
+                return Some(start + i);
+            }
+            *slot = key.shl_or(below, 0);
+        }
+        None
+    };
+    let ranges = chunks(keys.len(), parallel);
+    let mut parts = Vec::with_capacity(ranges.len());
+    let mut rest = keys;
+    for range in &ranges {
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(range.len());
+        parts.push((range.start, part));
+        rest = tail;
+    }
+    // The first entry outside the shape in input order: each range stops at
+    // its own first, and the lowest of them is the input's.
+    if parallel {
+        parts.into_par_iter().filter_map(|(start, part)| pack_range(start, part)).min()
+    } else {
+        parts.into_iter().find_map(|(start, part)| pack_range(start, part))
+    }
+}
+
+/// The error for `entry`, the first outside the shape (its coordinates are
+/// as the input gave them: `pack` stopped before it).
+fn out_of_bounds(
+    entry: usize,
+    keys: &[u64],
+    columns: &[Vec<u64>],
+    key_dim: usize,
+    shape: &[u64],
+) -> BuildError {
+    let coord = |dim: usize| if dim == key_dim { keys[entry] } else { columns[dim][entry] };
+    let (dim, coord, extent) = (0..shape.len())
+        .map(|dim| (dim, coord(dim), shape[dim]))
+        .find(|&(_, c, e)| c >= e)
+        .unwrap_or((0, 0, 0));
+    BuildError::OutOfBounds { entry, dim, coord, extent }
+}
+
+/// The duplicate error for `key` (a sorted key, its position bits those of
+/// its slot): the first two entries whose packed keys (position bits clear)
+/// equal it.
+fn duplicate_error(key: u64, packed: &[u64], layout: &Layout, mode_order: &[u32]) -> BuildError {
+    let key = key.with_low(layout.position_bits, 0);
+    let mut index = vec![0u64; mode_order.len()];
+    for (level, &dim) in mode_order.iter().enumerate() {
+        index[dim as usize] = layout.coord(key, level);
+    }
+    let mut same = packed.iter().enumerate().filter(|&(_, &k)| k == key).map(|(e, _)| e);
+    let first = same.next().unwrap_or(0);
+    let second = same.next().unwrap_or(first);
+    BuildError::Duplicate { index, first, second }
+}
