@@ -25,7 +25,8 @@ use crate::BuildError;
 /// A radix build of `u64` keys over owned columns: what `build_levels`
 /// chose, before any column is written.
 pub(super) struct InPlace {
-    pub(super) layout: Layout,
+    /// The tree's writer (its layout is the keys').
+    pub(super) writer: Writer,
     /// See `BuildJob::ordered`.
     pub(super) ordered: u32,
 }
@@ -36,7 +37,6 @@ pub(super) struct Settings<'a> {
     pub(super) mode_order: &'a [u32],
     /// The value slots, one per entry (the input's own bytes).
     pub(super) payload: Payload<'a>,
-    pub(super) writer: Writer,
 }
 
 impl InPlace {
@@ -55,8 +55,9 @@ impl InPlace {
         columns: &mut [Vec<u64>],
         settings: &Settings<'_>,
     ) -> Result<SortedTree<u64>, BuildError> {
-        let Settings { shape, mode_order, payload, writer } = settings;
-        let layout = self.layout;
+        let Settings { shape, mode_order, payload } = settings;
+        let writer = self.writer;
+        let layout = writer.layout;
         let (key_dim, into_dim) = (mode_order[0] as usize, mode_order[1] as usize);
         let mut keys = std::mem::take(&mut columns[key_dim]);
         if let Some(entry) = pack(&mut keys, columns, key_dim, shape, mode_order, &layout, writer.parallel) {
@@ -65,7 +66,7 @@ impl InPlace {
         let into = std::mem::take(&mut columns[into_dim]);
         let bits = (layout.position_bits, self.ordered, layout.total_bits());
         let sorted = sort_keys_into(into, &keys, Some(*payload), bits, writer.parallel, tally(layout));
-        let tree = tree_of(sorted, layout, *writer, writer.duplicates);
+        let tree = tree_of(sorted, layout, writer, writer.duplicates);
         columns[key_dim] = keys;
         tree.map_err(|key| duplicate_error(key, &columns[key_dim], &layout, mode_order))
     }

@@ -29,7 +29,6 @@ use crate::values::Slots;
 use crate::{
     check_rank, BuildError, Built, Coo, Duplicates, Indices, ModeOrderPolicy, Options, OwnedCoo, Source,
 };
-use fill::Writer;
 use plan::Spare;
 use radix::SortedTree;
 
@@ -308,15 +307,8 @@ impl Staged {
                 (*tree).write(Spare::new(columns))?
             }
             Stage::InPlace(job) => {
-                let writer = Writer {
-                    layout: job.layout,
-                    width,
-                    element_type,
-                    duplicates: options.duplicates,
-                    parallel: options.parallel,
-                };
                 let payload = Payload { data: &values, width };
-                let settings = in_place::Settings { shape: &shape, mode_order: &mode_order, payload, writer };
+                let settings = in_place::Settings { shape: &shape, mode_order: &mode_order, payload };
                 let tree = job.sort(&mut columns, &settings)?;
                 drop(values);
                 // The key column and those of the levels below the second
@@ -444,10 +436,10 @@ fn build_levels(
     // Owned columns take the keys packed over them: every entry is keyed
     // (no zeros dropped) from its input bytes (no slots made for the sort).
     let columnar = matches!(source.indices, Indices::Columnar(_));
-    if owned && columnar && layout.total_bits() <= 64 && !options.drop_zeros && slots.is_input() {
-        return Ok(Stage::InPlace(Box::new(in_place::InPlace { layout, ordered })));
-    }
     let job = BuildJob { source, slots, mode_order, layout, ordered, options };
+    if owned && columnar && layout.total_bits() <= 64 && !options.drop_zeros && slots.is_input() {
+        return Ok(Stage::InPlace(Box::new(in_place::InPlace { writer: job.writer(), ordered })));
+    }
     let sorted = match layout.total_bits() {
         0..=64 => job.sort_tree::<u64>()?.map(|tree| Stage::Sorted64(Box::new(tree))),
         65..=128 => job.sort_tree::<u128>()?.map(|tree| Stage::Sorted128(Box::new(tree))),

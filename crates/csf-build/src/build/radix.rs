@@ -46,7 +46,7 @@ impl BuildJob<'_> {
         tree.map(Some).map_err(|key| self.duplicate_error_of(key))
     }
 
-    fn writer(&self) -> Writer {
+    pub(super) fn writer(&self) -> Writer {
         Writer {
             layout: self.layout,
             width: self.slots.width,
