@@ -257,6 +257,11 @@ fn ci(args: &[String]) -> Result {
             names.is_empty() || names.contains(&name)
         }
     };
+    let ci_machine = on_ci_machine();
+    if ci_machine {
+        save_disk_on_ci();
+    }
+    report_free_space("at the start");
     let started = Instant::now();
     let mut timings: Vec<(&str, Option<Duration>, bool)> = Vec::new();
     let mut failure = None;
@@ -269,8 +274,13 @@ fn ci(args: &[String]) -> Result {
         let step_started = Instant::now();
         let result = (step.run)();
         timings.push((step.name, Some(step_started.elapsed()), result.is_ok()));
-        if let Err(message) = result {
-            failure = Some(format!("ci step `{}` failed: {message}", step.name));
+        match result {
+            Err(message) => {
+                report_free_space("after the failed step");
+                failure = Some(format!("ci step `{}` failed: {message}", step.name));
+            }
+            Ok(()) if ci_machine => remove_scratch_of(step.name),
+            Ok(()) => {}
         }
     }
     eprintln!("\nci step durations:");
@@ -289,6 +299,63 @@ fn ci(args: &[String]) -> Result {
             eprintln!("ci: all steps passed");
             Ok(())
         }
+    }
+}
+
+/// Whether this run is on a CI machine (`CI` set to anything but empty,
+/// `0` or `false`, as CI services set it; `.ci/run` sets it too).
+fn on_ci_machine() -> bool {
+    env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "0" | "false"))
+}
+
+/// A CI run builds everything once and keeps nothing, so it trades what only
+/// helps the next local run for disk: a full run otherwise writes about
+/// 10 GiB under `target/` (2.6 GiB of it incremental caches, 3.7 GiB debug
+/// info in the test binaries), and a CI machine's free space varies. No
+/// incremental caches, line tables only (backtraces keep file and line).
+/// Set before any child process starts; a value the caller set is kept.
+fn save_disk_on_ci() {
+    for (key, value) in [("CARGO_INCREMENTAL", "0"), ("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")] {
+        if env::var_os(key).is_none() {
+            eprintln!("ci: {key}={value} (a CI machine keeps no build between runs)");
+            env::set_var(key, value);
+        }
+    }
+}
+
+/// The target directories that one step alone builds into (another
+/// toolchain or target); on a CI machine each goes once its step has passed.
+const STEP_SCRATCH: &[(&str, &str)] =
+    &[("docsrs", "docsrs"), ("msrv", "msrv"), ("embedded", "firmware"), ("miri", "miri")];
+
+fn remove_scratch_of(step: &str) {
+    for (_, dir) in STEP_SCRATCH.iter().filter(|(name, _)| *name == step) {
+        let dir = target_subdir(dir);
+        if dir.is_dir() {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => eprintln!("ci: removed {} (only `{step}` builds there)", dir.display()),
+                Err(e) => eprintln!("ci: could not remove {}: {e}", dir.display()),
+            }
+        }
+    }
+}
+
+/// Prints the free space of the file system that holds the target dir (`df`,
+/// where there is one), so a "No space left on device" in a CI log comes
+/// with the figure. Never fails the run.
+fn report_free_space(when: &str) {
+    let target =
+        env::var_os("CARGO_TARGET_DIR").map_or_else(|| Path::new(ROOT).join("target"), PathBuf::from);
+    let probe = if target.is_dir() { target } else { PathBuf::from(ROOT) };
+    let Ok(out) = Command::new("df").args(["-Pk"]).arg(&probe).stderr(Stdio::null()).output() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(free_kib) = text.lines().nth(1).and_then(|line| line.split_whitespace().nth(3)) else {
+        return;
+    };
+    if let Ok(free_kib) = free_kib.parse::<u64>() {
+        eprintln!("ci: {:.1} GiB free under {} {when}", free_kib as f64 / (1024.0 * 1024.0), probe.display());
     }
 }
 
@@ -390,7 +457,13 @@ fn python() -> Result {
     }
     let pip = |args: &[&str]| {
         let mut cmd = Command::new(&python);
-        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(args);
+        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]);
+        // pip's wheel cache only pays on the next run, which a CI machine
+        // does not have.
+        if on_ci_machine() {
+            cmd.arg("--no-cache-dir");
+        }
+        cmd.args(args);
         cmd
     };
     run(&mut pip(PYTHON_TOOLS))?;
