@@ -88,6 +88,8 @@ pub(crate) struct Layout {
     pub(crate) mask: [u64; MAX_RANK],
     /// Bits of level `L`'s field.
     pub(crate) bits: [u32; MAX_RANK],
+    /// Level `L`'s extent: its coordinates lie below it.
+    pub(crate) extents: [u64; MAX_RANK],
     /// For a differing bit position `b` (from `position_bits`), the level it belongs to.
     pub(crate) level_of_bit: [u8; 128],
 }
@@ -108,6 +110,7 @@ impl Layout {
             shift: [0; MAX_RANK],
             mask: [0; MAX_RANK],
             bits: [0; MAX_RANK],
+            extents: [0; MAX_RANK],
             level_of_bit: [0; 128],
         };
         let mut shift = position_bits;
@@ -115,6 +118,7 @@ impl Layout {
             let bits = bit_length_below(extents[level]);
             layout.shift[level] = shift;
             layout.bits[level] = bits;
+            layout.extents[level] = extents[level];
             layout.mask[level] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             for b in shift..(shift + bits).min(128) {
                 layout.level_of_bit[b as usize] = level as u8;
@@ -122,6 +126,33 @@ impl Layout {
             shift += bits;
         }
         layout
+    }
+
+    /// The key of an entry whose coordinate at level `l` is `coord(l)`,
+    /// from its first `levels` levels (the others' bits clear), with the
+    /// position bits clear (the sort fills them in), and whether those
+    /// coordinates are inside the extents. The bounds are checked with a
+    /// branch-free `&=`, and a coordinate outside its extent is masked to its
+    /// field, so that it cannot change other fields: the sort's count and
+    /// scatter must agree on every key's bucket even then (it gives up after
+    /// the scatter). `N` is `levels` when constant (0: `levels`), so that the
+    /// level loop unrolls with the shifts in registers.
+    #[inline(always)]
+    pub(crate) fn pack<K: Key, const N: usize>(
+        &self,
+        levels: usize,
+        coord: impl Fn(usize) -> u64,
+    ) -> (K, bool) {
+        let levels = if N == 0 { levels } else { N };
+        let mut key = K::default();
+        let mut ok = true;
+        for level in 0..levels {
+            let c = coord(level);
+            ok &= c < self.extents[level];
+            key = key.shl_or(self.bits[level], c & self.mask[level]);
+        }
+        let below = if levels == 0 { self.total_bits() } else { self.shift[levels - 1] };
+        (key.shl_or(below, 0), ok)
     }
 
     /// Total key bits.

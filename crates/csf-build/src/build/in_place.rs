@@ -60,7 +60,7 @@ impl InPlace {
         let layout = writer.layout;
         let (key_dim, into_dim) = (mode_order[0] as usize, mode_order[1] as usize);
         let mut keys = std::mem::take(&mut columns[key_dim]);
-        if let Some(entry) = pack(&mut keys, columns, key_dim, shape, mode_order, &layout, writer.parallel) {
+        if let Some(entry) = pack(&mut keys, columns, mode_order, &layout, writer.parallel) {
             return Err(out_of_bounds(entry, &keys, columns, key_dim, shape));
         }
         let into = std::mem::take(&mut columns[into_dim]);
@@ -73,46 +73,39 @@ impl InPlace {
 }
 
 /// Writes each entry's key (its coordinates packed by `layout`, the
-/// position bits clear) over `keys`, which holds the coordinates of
-/// dimension `key_dim` (the other dimensions' are in `columns`). Stops at
+/// position bits clear) over `keys`, which holds the coordinates of the
+/// first level's dimension, `mode_order[0]` (the other dimensions' are in
+/// `columns`). Stops at
 /// the first entry outside the shape, leaving it as it was, and returns it.
 fn pack(
     keys: &mut [u64],
     columns: &[Vec<u64>],
-    key_dim: usize,
-    shape: &[u64],
     mode_order: &[u32],
     layout: &Layout,
     parallel: bool,
 ) -> Option<usize> {
     let rank = mode_order.len();
-    let mut extents = [0u64; MAX_RANK];
-    for (level, &dim) in mode_order.iter().enumerate() {
-        extents[level] = shape[dim as usize];
-    }
-    let below = layout.shift[rank - 1];
     let pack_range = |start: usize, keys: &mut [u64]| -> Option<usize> {
         // Each level's coordinates for this range; the key column's own
         // level reads the entry's slot before it is overwritten.
         let end = start + keys.len();
         let mut by_level: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
-        for (level, &dim) in mode_order.iter().enumerate() {
-            if dim as usize != key_dim {
-                by_level[level] = &columns[dim as usize][start..end];
-            }
+        // Level 0 is the key column's (`key_dim` is `mode_order[0]`).
+        for (level, &dim) in mode_order.iter().enumerate().skip(1) {
+            by_level[level] = &columns[dim as usize][start..end];
         }
         for (i, slot) in keys.iter_mut().enumerate() {
-            let mut key = 0u64;
-            let mut ok = true;
-            for level in 0..rank {
-                let c = if mode_order[level] as usize == key_dim { *slot } else { by_level[level][i] };
-                ok &= c < extents[level];
-                key = key.shl_or(layout.bits[level], c & layout.mask[level]);
-            }
+            let coord = |level: usize| if level == 0 { *slot } else { by_level[level][i] };
+            // Ranks 3 and 4 as constants, so that the level loop unrolls.
+            let (key, ok) = match rank {
+                3 => layout.pack::<u64, 3>(rank, coord),
+                4 => layout.pack::<u64, 4>(rank, coord),
+                _ => layout.pack::<u64, 0>(rank, coord),
+            };
             if !ok {
                 return Some(start + i);
             }
-            *slot = key.shl_or(below, 0);
+            *slot = key;
         }
         None
     };

@@ -12,50 +12,21 @@ use crate::Indices;
 /// Makes the keys straight from the input, for the sort (see `sort.rs`).
 pub(super) struct Keyer<'j> {
     job: &'j BuildJob<'j>,
-    /// Per level: the logical dimension, its extent, and its field's bits.
+    /// Per level: the logical dimension.
     dims: [usize; MAX_RANK],
-    extents: [u64; MAX_RANK],
-    bits: [u32; MAX_RANK],
 }
 
 impl<'j> Keyer<'j> {
     pub(super) fn new(job: &'j BuildJob<'j>) -> Self {
-        let mut keyer = Self { job, dims: [0; MAX_RANK], extents: [0; MAX_RANK], bits: [0; MAX_RANK] };
+        let mut keyer = Self { job, dims: [0; MAX_RANK] };
         for (level, &dim) in job.mode_order.iter().enumerate() {
             keyer.dims[level] = dim as usize;
-            keyer.extents[level] = job.source.shape[dim as usize];
-            keyer.bits[level] = job.layout.bits[level];
         }
         keyer
     }
 
-    /// The key of an entry whose coordinate at level `l` is `coord(l)`,
-    /// from its first `levels` levels (the others' bits clear), with the
-    /// position bits clear (the sort fills them in), and whether those
-    /// coordinates are inside the shape. The per-level widths are
-    /// precomputed and the bounds are checked with a branch-free `&=`; a
-    /// coordinate outside the shape is masked to its field, so that it
-    /// cannot change other fields: the count and the scatter must agree on
-    /// every key's bucket even then (the sort gives up after the scatter).
-    /// `N` is `levels` when constant (0: `levels`), so that the level loop
-    /// unrolls with the extents and shifts in registers.
-    #[inline(always)]
-    fn pack<K: Key, const N: usize>(&self, levels: usize, coord: impl Fn(usize) -> u64) -> (K, bool) {
-        let layout = &self.job.layout;
-        let levels = if N == 0 { levels } else { N };
-        let mut key = K::default();
-        let mut ok = true;
-        for level in 0..levels {
-            let c = coord(level);
-            ok &= c < self.extents[level];
-            key = key.shl_or(self.bits[level], c & layout.mask[level]);
-        }
-        let below = if levels == 0 { layout.total_bits() } else { layout.shift[levels - 1] };
-        (key.shl_or(below, 0), ok)
-    }
-
     /// Runs `f(key, entry)` over the kept entries of `range`, with keys from
-    /// their first `levels` levels (see `pack`), and says whether every
+    /// their first `levels` levels (see `Layout::pack`), and says whether every
     /// coordinate read was inside the shape.
     #[inline(always)]
     fn each<K: Key>(&self, range: Range<usize>, levels: usize, f: impl FnMut(K, usize)) -> bool {
@@ -78,6 +49,7 @@ impl<'j> Keyer<'j> {
         mut f: impl FnMut(K, usize),
     ) -> bool {
         let drop_zeros = self.job.options.drop_zeros;
+        let layout = &self.job.layout;
         let mut ok = true;
         // One loop per layout, so that the coordinate lookup inlines.
         match self.job.source.indices {
@@ -87,7 +59,7 @@ impl<'j> Keyer<'j> {
                 for (entry, row) in range.zip(rows) {
                     // Bounds first: a coordinate outside the shape is an
                     // input error even on an entry that is dropped as zero.
-                    let (key, in_bounds) = self.pack::<K, N>(levels, |l| row[self.dims[l]]);
+                    let (key, in_bounds) = layout.pack::<K, N>(levels, |l| row[self.dims[l]]);
                     ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
@@ -106,7 +78,7 @@ impl<'j> Keyer<'j> {
                 for entry in range {
                     // Bounds first: a coordinate outside the shape is an
                     // input error even on an entry that is dropped as zero.
-                    let (key, in_bounds) = self.pack::<K, N>(levels, |l| by_level[l][entry - start]);
+                    let (key, in_bounds) = layout.pack::<K, N>(levels, |l| by_level[l][entry - start]);
                     ok &= in_bounds;
                     if drop_zeros && !self.job.keep(entry) {
                         continue;
