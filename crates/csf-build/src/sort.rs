@@ -72,6 +72,50 @@ pub(crate) struct Payload<'a> {
     pub(crate) width: usize,
 }
 
+/// Where a sort leaves the value slots: a fresh byte array, or the bytes of
+/// a word array the caller no longer needs (a coordinate column the keys
+/// were packed from: memory touched already, where a fresh array costs a
+/// page fault and the zeroing of every 4 KiB written).
+pub(crate) enum SlotArray {
+    Bytes(Vec<u8>),
+    /// The words, and how many of their bytes are slots.
+    Words(Vec<u64>, usize),
+}
+
+impl SlotArray {
+    /// The slots of `len` bytes: in `words` when it holds them, else fresh.
+    fn new(len: usize, words: Option<Vec<u64>>) -> Self {
+        match words {
+            Some(words) if words.len().checked_mul(8).is_some_and(|bytes| bytes >= len) => {
+                Self::Words(words, len)
+            }
+            _ => Self::Bytes(vec![0; len]),
+        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Bytes(bytes) => bytes,
+            Self::Words(words, len) => &bytemuck::cast_slice(words)[..*len],
+        }
+    }
+
+    /// The slots as a byte array of their own (a copy of the words' bytes).
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Self::Bytes(bytes) => bytes,
+            words => words.as_bytes().to_vec(),
+        }
+    }
+
+    pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Self::Bytes(bytes) => bytes,
+            Self::Words(words, len) => &mut bytemuck::cast_slice_mut(words)[..*len],
+        }
+    }
+}
+
 /// A key source could not key an entry.
 #[derive(Debug)]
 pub(crate) struct Unkeyable;
@@ -82,7 +126,7 @@ pub(crate) struct Sorted<K, T> {
     pub(crate) keys: Vec<K>,
     /// The payload's slots: in scatter order when the keys index them, else
     /// `keys[i]`'s at `i` (empty without a payload).
-    pub(crate) slots: Vec<u8>,
+    pub(crate) slots: SlotArray,
     /// Bucket `b` is `keys[starts[b]..starts[b + 1]]`; its keys' top digit is `b`.
     pub(crate) starts: Vec<usize>,
     /// `visit(start, bucket)` of every bucket, in order.
@@ -120,14 +164,14 @@ pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool
 
 /// [`sort_into`] of keys made already (every one of which is keyable).
 pub(crate) fn sort_keys_into<K: Key, T: Send>(
-    into: Vec<K>,
+    (into, slots_into): (Vec<K>, Option<Vec<u64>>),
     keys: &[K],
     payload: Option<Payload<'_>>,
     bits: (u32, u32, u32),
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Sorted<K, T> {
-    match sort_into(into, &Slice(keys), payload, bits, parallel, visit) {
+    match sort_into((into, slots_into), &Slice(keys), payload, bits, parallel, visit) {
         Ok(sorted) => sorted,
         Err(Unkeyable) => unreachable!("a slice's keys never fail to key"),
     }
@@ -159,15 +203,16 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Result<Sorted<K, T>, Unkeyable> {
-    sort_into(Vec::new(), source, payload, bits, parallel, visit)
+    sort_into((Vec::new(), None), source, payload, bits, parallel, visit)
 }
 
 /// [`sort_from`], scattering the keys into `into` when it has the length
-/// the sorted keys need (an array the caller no longer needs, such as an
-/// input column already packed into keys: memory touched already, where a
-/// fresh array costs a page fault and the zeroing of every 4 KiB written).
+/// the sorted keys need, and the slots into `slots_into` when it holds them
+/// (arrays the caller no longer needs, such as input columns already packed
+/// into keys: memory touched already, where a fresh array costs a page
+/// fault and the zeroing of every 4 KiB written).
 pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
-    into: Vec<K>,
+    (into, slots_into): (Vec<K>, Option<Vec<u64>>),
     source: &S,
     payload: Option<Payload<'_>>,
     (lo, ordered, hi): (u32, u32, u32),
@@ -201,8 +246,8 @@ pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
     let width = payload.map_or(0, |p| p.width);
     // The scatter writes every key of the output: old contents need no clearing.
     let mut keys = if into.len() == starts[radix] { into } else { vec![K::default(); starts[radix]] };
-    let mut slots = vec![0u8; starts[radix] * width];
-    let targets = targets(&mut keys, &mut slots, &counts, width, payload.is_some());
+    let mut slots = SlotArray::new(starts[radix] * width, slots_into);
+    let targets = targets(&mut keys, slots.as_bytes_mut(), &counts, width, payload.is_some());
     let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
         None => scatter_keys(source, range, target, digit),
         Some(p) if lo > 0 => scatter_width::<K, S, true>(source, range, target, digit, p),
@@ -220,7 +265,7 @@ pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
     // Pass 3: sort each bucket on the bits below the top digit (from those
     // in order already up), and visit it.
     let plan = Plan { from: ordered, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
-    let visits = sort_buckets(&mut keys, &mut slots, &starts, plan, visit);
+    let visits = sort_buckets(&mut keys, slots.as_bytes_mut(), &starts, plan, visit);
     Ok(Sorted { keys, slots, starts, visits, top_shift })
 }
 
@@ -453,7 +498,9 @@ mod tests {
             .unwrap();
             // Each key's slot holds its entry, and entries of equal coordinates stay in input order.
             let entries: Vec<usize> = (0..n)
-                .map(|i| u32::from_le_bytes(sorted.slots[4 * i..4 * i + 4].try_into().unwrap()) as usize)
+                .map(|i| {
+                    u32::from_le_bytes(sorted.slots.as_bytes()[4 * i..4 * i + 4].try_into().unwrap()) as usize
+                })
                 .collect();
             let mut expected: Vec<usize> = (0..n).collect();
             expected.sort_by_key(|&i| coords[i]);

@@ -156,6 +156,7 @@ fn unsorted_input_writes_the_upper_levels_over_its_columns() {
     };
     let options = Options { duplicates: Duplicates::Sum, ..Options::default() };
     let columns: Vec<*const u8> = coo.columns.iter().map(|c| c.as_ptr().cast::<u8>()).collect();
+    let values_at = coo.values.as_ptr();
     let want = built_borrowed(&coo, &options);
     let got = build_owned(coo, &options).unwrap();
     assert_same(&Ok(got.clone()), &want);
@@ -164,12 +165,15 @@ fn unsorted_input_writes_the_upper_levels_over_its_columns() {
     assert_eq!(levels[2].crd.len(), 5_000, "level 2 has a node per entry");
     let over_column = |bytes: &[u8]| columns.contains(&bytes.as_ptr());
     // The keys are packed over level 0's column and sorted into level 1's,
-    // which becomes the leaf crd; the three other columns take the longest
-    // upper arrays, longest first: crd_2 and pos_2 (about 4,990 entries),
-    // then crd_1; pos_3 (5,001 entries) does not fit a column of 5,000.
+    // which becomes the leaf crd; the value slots are scattered into level
+    // 3's, and the values written over the input's. The two other columns
+    // take the longest upper arrays that fit, longest first: crd_2 (5,000
+    // entries) and pos_2 (about 4,990); pos_3 (5,001 entries) does not fit
+    // a column of 5,000, and crd_1 finds none left.
     let pos: Vec<bool> = levels.iter().map(|l| over_column(l.pos.as_bytes())).collect();
     let crd: Vec<bool> = levels.iter().map(|l| over_column(l.crd.as_bytes())).collect();
-    assert_eq!((pos, crd), (vec![false, false, true, false], vec![false, true, true, true]));
+    assert_eq!((pos, crd), (vec![false, false, true, false], vec![false, false, true, true]));
+    assert_eq!(leaf_addresses(&got).1, values_at, "the values are written over the input's");
 }
 
 #[test]

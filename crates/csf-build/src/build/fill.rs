@@ -30,8 +30,11 @@ pub(super) struct Writer {
 pub(super) struct Part<'a, K> {
     /// The chunk's sorted keys; the leaf coordinates are written over them.
     pub(super) keys: &'a mut [K],
-    /// The chunk's value slots (see `Layout::slot`); the leaf values are written over them.
+    /// The chunk's value slots (see `Layout::slot`), which the leaf values
+    /// are written over; or, with `slots`, the leaf values alone.
     pub(super) values: &'a mut [u8],
+    /// The chunk's value slots when they are not in `values`.
+    pub(super) slots: Option<&'a [u8]>,
     /// The index of the chunk's first key.
     pub(super) start: usize,
     /// The chunk's buckets, as ranges of `keys`.
@@ -134,7 +137,8 @@ impl Writer {
     /// the leaves it could not write in place; `W` is the value width (0:
     /// `self.width`), `R` the rank (0: `layout.rank`).
     fn fill<K: Key, const W: usize, const R: usize>(&self, part: Part<'_, K>) -> Result<Side, BuildError> {
-        let Part { keys, values, start, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } = part;
+        let Part { keys, values, slots, start, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } =
+            part;
         let layout = self.layout;
         // A constant rank unrolls the level loops and keeps the counters and
         // slices below in registers.
@@ -153,18 +157,23 @@ impl Writer {
         // the bucket has yet to read. Keys without them (wide keys) have
         // their slots in key order, and slot `j` is read at key `j`, before
         // any leaf `k <= j` is written over it: no copy, for a constant width.
+        // Slots in an array of their own need no copy either.
         let in_order = W != 0 && W <= 8 && layout.slots_in_key_order();
+        let copy_buckets = !in_order && slots.is_none();
         let mut bucket_values: Vec<u8> = Vec::new();
         let mut read = [0u8; 8];
         for bucket in buckets {
-            if !in_order {
+            if copy_buckets {
                 bucket_values.clear();
                 bucket_values.extend_from_slice(&values[bucket.start * width..bucket.end * width]);
             }
             let first_slot = start + bucket.start;
             for j in bucket {
                 let key = keys[j];
-                let slot: &[u8] = if in_order {
+                let slot: &[u8] = if let Some(slots) = slots {
+                    let from = (layout.slot(key, start + j) - start) * width;
+                    &slots[from..from + width]
+                } else if in_order {
                     copy_slot::<W>(&mut read[..width], &values[j * width..(j + 1) * width]);
                     &read[..width]
                 } else {

@@ -9,8 +9,11 @@
 //! the second level's column, which the pass has finished with. The two
 //! arrays are memory the input has touched already, where a fresh one
 //! costs a page fault and the zeroing of every 4 KiB it fills; and the
-//! build's peak is one key array lower. The first column and the others
-//! left over then hold the upper levels (`Spare`), as on the borrowed path.
+//! build's peak is one key array lower. Value slots of at most a word go
+//! into the last level's column the same way, and the leaf values are then
+//! written over the input's value array, which the scatter has read
+//! (`SortedTree::write`). The first column and the others left over then
+//! hold the upper levels (`Spare`), as on the borrowed path.
 
 use rayon::prelude::*;
 
@@ -64,8 +67,15 @@ impl InPlace {
             return Err(out_of_bounds(entry, &keys, columns, key_dim, shape));
         }
         let into = std::mem::take(&mut columns[into_dim]);
+        // The last level's column holds the value slots when they are at
+        // most a word each (then the values are written into the input's
+        // value array, see `SortedTree::write`).
+        let slots_dim = mode_order[mode_order.len() - 1] as usize;
+        let slots_into = (payload.width <= 8 && slots_dim != into_dim && slots_dim != key_dim)
+            .then(|| std::mem::take(&mut columns[slots_dim]));
         let bits = (layout.position_bits, self.ordered, layout.total_bits());
-        let sorted = sort_keys_into(into, &keys, Some(*payload), bits, writer.parallel, tally(layout));
+        let sorted =
+            sort_keys_into((into, slots_into), &keys, Some(*payload), bits, writer.parallel, tally(layout));
         let tree = tree_of(sorted, layout, writer, writer.duplicates);
         columns[key_dim] = keys;
         tree.map_err(|key| duplicate_error(key, &columns[key_dim], &layout, mode_order))

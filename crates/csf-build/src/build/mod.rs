@@ -296,25 +296,19 @@ impl Staged {
         let Owned { mut columns, values } = owned;
         let (levels, values) = match stage {
             Stage::Written(output) => output,
-            Stage::Sorted64(tree) => {
-                // Once the keys are sorted, the input is not read again: its
-                // columns become the levels' arrays (fresh memory costs more).
-                drop(values);
-                (*tree).write(Spare::new(columns))?
-            }
-            Stage::Sorted128(tree) => {
-                drop(values);
-                (*tree).write(Spare::new(columns))?
-            }
+            // Once the keys are sorted, the input is not read again: its
+            // columns become the levels' arrays (fresh memory costs more).
+            Stage::Sorted64(tree) => (*tree).write(Spare::new(columns), values)?,
+            Stage::Sorted128(tree) => (*tree).write(Spare::new(columns), values)?,
             Stage::InPlace(job) => {
                 let payload = Payload { data: &values, width };
                 let settings = in_place::Settings { shape: &shape, mode_order: &mode_order, payload };
                 let tree = job.sort(&mut columns, &settings)?;
-                drop(values);
                 // The key column and those of the levels below the second
-                // (the second holds the sorted keys now).
+                // but the last (the second holds the sorted keys now, the
+                // last the value slots); the values go over the input's.
                 columns.retain(|c| c.capacity() > 0);
-                tree.write(Spare::new(columns))?
+                tree.write(Spare::new(columns), values)?
             }
         };
         let removed = (len - values.len() / width.max(1)) as u64;

@@ -158,12 +158,15 @@ impl ChunkPlan {
         UpperLevels { crd, pos }
     }
 
-    /// Splits the sorted keys, their value slots (`width` bytes each) and the
-    /// levels into each chunk's share, for the chunks to write in parallel.
+    /// Splits the sorted keys, the values (`width` bytes each: the value
+    /// slots, written over, or an array of their own with the slots in
+    /// `slots`) and the levels into each chunk's share, for the chunks to
+    /// write in parallel.
     pub(super) fn hand_out<'a, K: Key>(
         &'a self,
         keys: &'a mut [K],
         values: &'a mut [u8],
+        slots: Option<&'a [u8]>,
         levels: &'a mut UpperLevels,
         width: usize,
     ) -> Vec<Part<'a, K>> {
@@ -172,6 +175,7 @@ impl ChunkPlan {
             (0..self.chunks.len()).map(|c| self.keys_of(c).start.checked_sub(1).map(|i| keys[i])).collect();
         let mut keys_rest = keys;
         let mut values_rest = values;
+        let mut slots_rest = slots;
         let mut crd_rest: Vec<&mut [u64]> = levels.crd.iter_mut().map(|c| &mut c[..]).collect();
         let mut pos_rest: Vec<&mut [u64]> = levels.pos.iter_mut().map(|p| &mut p[..]).collect();
         let mut parts = Vec::with_capacity(self.chunks.len());
@@ -191,6 +195,11 @@ impl ChunkPlan {
             parts.push(Part {
                 keys: take_front(&mut keys_rest, range.len()),
                 values: take_front(&mut values_rest, range.len() * width),
+                slots: slots_rest.as_mut().map(|rest| {
+                    let (front, back) = rest.split_at(range.len() * width);
+                    *rest = back;
+                    front
+                }),
                 start: range.start,
                 buckets: starts.windows(2).map(|b| b[0] - range.start..b[1] - range.start).collect(),
                 prev,

@@ -3,7 +3,7 @@
 //! placed (`plan.rs`) and written (`fill.rs`) in parallel.
 
 use crate::key::{Key, Layout};
-use crate::sort::{sort_from, Payload, Sorted};
+use crate::sort::{sort_from, Payload, SlotArray, Sorted};
 use crate::{BuildError, Duplicates};
 
 use super::fill::Writer;
@@ -25,7 +25,7 @@ pub(super) struct Tally {
 pub(super) struct SortedTree<K> {
     keys: Vec<K>,
     /// The value slots, in the keys' order (see `Layout::slot`).
-    values: Vec<u8>,
+    slots: SlotArray,
     plan: ChunkPlan,
     writer: Writer,
 }
@@ -107,7 +107,7 @@ pub(super) fn tree_of<K: Key>(
     writer: Writer,
     duplicates: Duplicates,
 ) -> Result<SortedTree<K>, K> {
-    let Sorted { keys, slots: values, starts, visits: mut tallies, top_shift } = sorted;
+    let Sorted { keys, slots, starts, visits: mut tallies, top_shift } = sorted;
     tally_bucket_firsts(&layout, &mut tallies, &starts, top_shift);
     if duplicates == Duplicates::Error {
         if let Some(i) = tallies.iter().find_map(|t| t.first_duplicate) {
@@ -115,7 +115,7 @@ pub(super) fn tree_of<K: Key>(
         }
     }
     let plan = ChunkPlan::new(starts, tallies, layout.rank, writer.parallel);
-    Ok(SortedTree { keys, values, plan, writer })
+    Ok(SortedTree { keys, slots, plan, writer })
 }
 
 /// Adds each bucket's first key to its tally, which counted only the keys
@@ -137,16 +137,28 @@ fn tally_bucket_firsts(layout: &Layout, tallies: &mut [Tally], starts: &[usize],
 
 impl<K: Key> SortedTree<K> {
     /// Writes the tree: the upper levels into arrays taken from `spare`
-    /// where they fit (else fresh ones), the leaf `crd` and the values over
-    /// the sorted keys and value slots.
-    pub(super) fn write(self, mut spare: Spare) -> Result<Output, BuildError> {
-        let SortedTree { mut keys, mut values, plan, writer } = self;
+    /// where they fit (else fresh ones), the leaf `crd` over the sorted
+    /// keys, and the values over the value slots when they are a byte array
+    /// of their own, else (slots in a spare word array) into `input_values`,
+    /// the input's values, which the sort has finished reading: both arrays
+    /// the input touched already. `input_values` is dropped unused otherwise.
+    pub(super) fn write(self, mut spare: Spare, input_values: Vec<u8>) -> Result<Output, BuildError> {
+        let SortedTree { mut keys, slots, plan, writer } = self;
         let width = writer.width;
+        let (mut values, slots) = match slots {
+            SlotArray::Words(words, len) if input_values.len() == len => (input_values, Some(words)),
+            slots => {
+                drop(input_values);
+                (slots.into_bytes(), None)
+            }
+        };
         let mut levels = plan.allocate(&mut spare);
         // The spare arrays left over are not needed: freed before the writing.
         drop(spare);
-        let parts = plan.hand_out(&mut keys, &mut values, &mut levels, width);
+        let slot_bytes = slots.as_ref().map(|words| &bytemuck::cast_slice::<u64, u8>(words)[..values.len()]);
+        let parts = plan.hand_out(&mut keys, &mut values, slot_bytes, &mut levels, width);
         let sides = writer.write_parts(parts)?;
+        drop(slots);
         plan.place_leaves(&mut keys, &mut values, sides, width);
         // The duplicates merged leave the arrays longer than the leaves.
         let nnz = plan.leaves();
