@@ -67,12 +67,12 @@ impl InPlace {
             return Err(out_of_bounds(entry, &keys, columns, key_dim, shape));
         }
         let into = std::mem::take(&mut columns[into_dim]);
-        // The last level's column holds the value slots when they are at
-        // most a word each (then the values are written into the input's
-        // value array, see `SortedTree::write`).
+        // The last level's column (neither of the two above: rank >= 3)
+        // holds the value slots when they are at most a word each (then the
+        // values are written into the input's value array, see
+        // `SortedTree::write`).
         let slots_dim = mode_order[mode_order.len() - 1] as usize;
-        let slots_into = (payload.width <= 8 && slots_dim != into_dim && slots_dim != key_dim)
-            .then(|| std::mem::take(&mut columns[slots_dim]));
+        let slots_into = (payload.width <= 8).then(|| std::mem::take(&mut columns[slots_dim]));
         let bits = (layout.position_bits, self.ordered, layout.total_bits());
         let sorted =
             sort_keys_into((into, slots_into), &keys, Some(*payload), bits, writer.parallel, tally(layout));

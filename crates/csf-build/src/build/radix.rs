@@ -145,18 +145,23 @@ impl<K: Key> SortedTree<K> {
     pub(super) fn write(self, mut spare: Spare, input_values: Vec<u8>) -> Result<Output, BuildError> {
         let SortedTree { mut keys, slots, plan, writer } = self;
         let width = writer.width;
-        let (mut values, slots) = match slots {
-            SlotArray::Words(words, len) if input_values.len() == len => (input_values, Some(words)),
-            slots => {
-                drop(input_values);
-                (slots.into_bytes(), None)
-            }
+        let apart = matches!(slots, SlotArray::Words(_, len) if len == input_values.len());
+        let (mut values, slots) = if apart {
+            (input_values, Some(slots))
+        } else {
+            drop(input_values);
+            (slots.into_bytes(), None)
         };
         let mut levels = plan.allocate(&mut spare);
         // The spare arrays left over are not needed: freed before the writing.
         drop(spare);
-        let slot_bytes = slots.as_ref().map(|words| &bytemuck::cast_slice::<u64, u8>(words)[..values.len()]);
-        let parts = plan.hand_out(&mut keys, &mut values, slot_bytes, &mut levels, width);
+        let parts = plan.hand_out(
+            &mut keys,
+            &mut values,
+            slots.as_ref().map(SlotArray::as_bytes),
+            &mut levels,
+            width,
+        );
         let sides = writer.write_parts(parts)?;
         drop(slots);
         plan.place_leaves(&mut keys, &mut values, sides, width);
