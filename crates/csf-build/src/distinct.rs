@@ -24,10 +24,14 @@
 //!   `a`'s coordinate lies in one bucket. For every set that contains `a`,
 //!   projections in different buckets then differ, and `D(S)` is the sum
 //!   over buckets of the distinct masked keys in each: counted by a bitmap
-//!   of the bucket's cells when they are few (`2^23`, in L2), by a bitmap
-//!   per part when a little more (the bucket's cells split by their top bits
-//!   into parts of `2^20`, up to `2^28` cells), else with a small hash table
-//!   in cache. One scatter serves every set that contains `a`, where a sort
+//!   of the bucket's cells when they are few (`2^23`, in L2); by fibers
+//!   when the set splits into a group of at most `2^16` cells within a
+//!   bucket and an extra of at most `2^22` (the bucket's keys grouped by
+//!   their group cell, then a bitmap of each group's extra cells, cleared
+//!   cell by cell: a bit set in cache where a hash table takes a probe);
+//!   by a bitmap per part when a little
+//!   more (the bucket's cells split by their top bits into parts of `2^20`,
+//!   up to `2^28` cells), else with a small hash table in cache. One scatter serves every set that contains `a`, where a sort
 //!   per set (as `Auto` did before) pays the scatter once per set; a dense
 //!   set rides in a pass that runs anyway when its bucket bitmap would stay
 //!   in L2 and its own scan's would not stay in L1 (`rides_in_pass`).

@@ -14,7 +14,11 @@
 //! scattering from the input.
 //!
 //! Per bucket, a set is counted by a bitmap of its bucket-local cells when
-//! they are few (`BITMAP_BITS`), by a bitmap per part when a little more
+//! they are few (`BITMAP_BITS`); else by fibers when the set splits into a
+//! group of few cells within a bucket (holding `a`) and an extra of few
+//! cells: the bucket's keys grouped by their group cell (a counting sort,
+//! shared by every set of the same group), then each group's distinct extra
+//! cells by a small bitmap; else by a bitmap per part when a little more
 //! (the cells split by their top bits into parts of `2^PART_BITS`, each
 //! counted in cache), else by a linear-probing hash table whose first probe
 //! does not branch on what it finds.
@@ -57,6 +61,30 @@ const SPLIT_BITS: u32 = 8;
 /// The most fields of a key a bucket bitmap's cell is made of (more, each
 /// of another dimension, and the set is hashed).
 const MAX_FIELDS: usize = 8;
+/// A set whose bucket-local cells take more than this many bits (a bitmap
+/// beyond 128 KiB, which a bucket's few keys would touch sparsely) is
+/// counted by fibers when it can be (`Method::Fibers`).
+const FIBER_ABOVE: u32 = BITMAP_BITS;
+/// The most bits of a fiber group's cell within a bucket: the counting
+/// sort's table of `2^GROUP_BITS` starts stays in L2.
+const GROUP_BITS: u32 = 16;
+/// The most bits of a fiber's extra cell: a bitmap of 512 KiB, within L2
+/// (where a hash table of the bucket's keys would be too, and a probe costs
+/// more than a bit set; `docs/benchmarks-history.md`, "Fibers").
+const EXTRA_BITS: u32 = 22;
+
+/// How a pass counts a set within each bucket.
+#[derive(Clone)]
+enum Method {
+    /// A bitmap of the bucket's cells, or one per part of them.
+    Bitmap(Local),
+    /// The bucket's keys grouped by their `group` cell (which holds `a`'s
+    /// field), then the distinct `extra` cells of each group by a small
+    /// bitmap (`Scratch::fibers`).
+    Fibers { group: Local, extra: Local },
+    /// A hash table of the masked keys.
+    Hash,
+}
 
 /// A partition pass: the packed-key layout and the sets it counts.
 pub(super) struct Plan {
@@ -145,15 +173,33 @@ impl Plan {
         };
         let keys = &keys[..];
         let masks = self.masks::<K>();
-        let locals: Vec<Option<Local>> =
-            self.fields.iter().map(|&f| self.local(f, bucket_bits, local_limit(source.len))).collect();
+        let methods: Vec<Method> =
+            self.fields.iter().map(|&f| self.method(f, bucket_bits, source.len)).collect();
+        // The sets counted by fibers, by group: one sort of a bucket serves each group's sets.
+        let mut fibered: Vec<(Local, Vec<(usize, Local)>)> = Vec::new();
+        for (set, method) in methods.iter().enumerate() {
+            if let Method::Fibers { group, extra } = method {
+                match fibered.iter_mut().find(|(g, _)| g == group) {
+                    Some((_, extras)) => extras.push((set, extra.clone())),
+                    None => fibered.push((group.clone(), vec![(set, extra.clone())])),
+                }
+            }
+        }
         let count = |scratch: &mut Scratch<K>, (range, spare): (Range<usize>, &mut [K])| -> Vec<u64> {
             let keys = &keys[range];
-            let mut count = |(&m, local): (&K, &Option<Local>)| match local {
-                Some(local) => scratch.local_count(keys, local, spare),
-                None => scratch.distinct(keys, m, spare),
-            };
-            masks.iter().zip(&locals).map(&mut count).collect()
+            let mut counts: Vec<u64> = masks
+                .iter()
+                .zip(&methods)
+                .map(|(&m, method)| match method {
+                    Method::Bitmap(local) => scratch.local_count(keys, local, spare),
+                    Method::Hash => scratch.distinct(keys, m, spare),
+                    Method::Fibers { .. } => 0,
+                })
+                .collect();
+            for (group, extras) in &fibered {
+                scratch.fibers(keys, group, extras, spare, &mut counts);
+            }
+            counts
         };
         let buckets = bucket_slices(&starts, spare);
         let per_bucket: Vec<Vec<u64>> = if parallel {
@@ -168,12 +214,62 @@ impl Plan {
         (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
     }
 
+    /// How a pass whose buckets take `bucket_bits` of `a`'s field counts the
+    /// set of `fields`: by one bitmap when its bucket-local cells are few
+    /// (at most `2^FIBER_ABOVE`); else by fibers when the set splits into a
+    /// group holding `a` of at most `2^GROUP_BITS` cells within a bucket and
+    /// an extra of at most `2^EXTRA_BITS` cells (the fewest group cells among
+    /// such splits: the cheapest sort); else by a bitmap per part when they
+    /// allow, else by hashing.
+    fn method(&self, fields: u64, bucket_bits: u32, entries: usize) -> Method {
+        let local = self.local(fields, bucket_bits, local_limit(entries));
+        // Groups no more than about a bucket's keys: the sort's table costs
+        // a step a group.
+        let group_limit = ((entries >> bucket_bits).max(1).ilog2() + 1).min(GROUP_BITS);
+        if let Some(local) = local.as_ref().filter(|l| l.bits <= FIBER_ABOVE) {
+            return Method::Bitmap(local.clone());
+        }
+        let others = fields & !(1 << self.at);
+        let mut best: Option<(Local, Local)> = None;
+        // Every split of the set's other fields between group and extra.
+        let mut extra = others;
+        loop {
+            let group = self.cells(fields & !extra, bucket_bits);
+            let rest = self.cells(extra, bucket_bits);
+            let fits = group.bits <= group_limit
+                && rest.bits <= EXTRA_BITS
+                && group.fields.len() <= MAX_FIELDS
+                && rest.fields.len() <= MAX_FIELDS;
+            if fits && best.as_ref().map_or(true, |(g, _)| group.bits < g.bits) {
+                best = Some((group, rest));
+            }
+            if extra == 0 {
+                break;
+            }
+            extra = (extra - 1) & others;
+        }
+        match (best, local) {
+            (Some((group, extra)), _) => Method::Fibers { group, extra },
+            (None, Some(local)) => Method::Bitmap(local),
+            (None, None) => Method::Hash,
+        }
+    }
+
     /// The bucket-local cells of the set of `fields` (bit `i` for `dims[i]`,
     /// which holds `dims[at]`), if at most `2^most_bits` (one bitmap), or
     /// split into parts of at most that and `2^PART_BITS` by at most
     /// `SPLIT_BITS`: the set's fields of a key side by side, `a`'s without
     /// the top `bucket_bits`, which are the bucket's.
     fn local(&self, fields: u64, bucket_bits: u32, most_bits: u32) -> Option<Local> {
+        let mut local = self.cells(fields, bucket_bits);
+        local.part_bits = if local.bits <= most_bits { local.bits } else { PART_BITS.min(most_bits) };
+        (local.bits <= local.part_bits + SPLIT_BITS && local.fields.len() <= MAX_FIELDS).then_some(local)
+    }
+
+    /// The bucket-local cells of the set of `fields`, whatever their number
+    /// (`part_bits` all of them): the fields of a key side by side, `a`'s
+    /// (if held) without the top `bucket_bits`, which are the bucket's.
+    fn cells(&self, fields: u64, bucket_bits: u32) -> Local {
         let mut shift = self.bits;
         let mut local = Local { fields: Vec::new(), bits: 0, part_bits: 0 };
         for (i, &width) in self.widths.iter().enumerate() {
@@ -188,8 +284,8 @@ impl Plan {
                 local.bits += width;
             }
         }
-        local.part_bits = if local.bits <= most_bits { local.bits } else { PART_BITS.min(most_bits) };
-        (local.bits <= local.part_bits + SPLIT_BITS && local.fields.len() <= MAX_FIELDS).then_some(local)
+        local.part_bits = local.bits;
+        local
     }
 }
 
@@ -214,7 +310,21 @@ pub(super) fn local_limit(entries: usize) -> u32 {
 pub(super) fn counts_by_bitmap(shape: &[u64], a: usize, set: Dims, entries: usize) -> bool {
     let plan = Plan::new(shape, a, &[set]);
     let bucket_bits = bucket_bits(plan.widths[plan.at], entries);
-    plan.fields.first().is_some_and(|&f| plan.local(f, bucket_bits, local_limit(entries)).is_some())
+    let method = plan.fields.first().map(|&f| plan.method(f, bucket_bits, entries));
+    !matches!(method, None | Some(Method::Hash))
+}
+
+/// Which method a pass by `a` over `entries` entries uses for `sets[i]`
+/// (the tests check that each method is exercised).
+#[cfg(test)]
+pub(super) fn method_name(shape: &[u64], a: usize, sets: &[Dims], i: usize, entries: usize) -> &'static str {
+    let plan = Plan::new(shape, a, sets);
+    let bucket_bits = bucket_bits(plan.widths[plan.at], entries);
+    match plan.method(plan.fields[i], bucket_bits, entries) {
+        Method::Bitmap(_) => "bitmap",
+        Method::Fibers { .. } => "fibers",
+        Method::Hash => "hash",
+    }
 }
 
 /// Whether a key of every dimension of `shape` fits 64 bits: then every

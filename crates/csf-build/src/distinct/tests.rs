@@ -84,6 +84,57 @@ fn every_method_counts_exactly() {
     }
 }
 
+/// Sets a pass counts by fibers (the bucket's keys grouped by some of the
+/// set's fields, then a bitmap of the others per group) count exactly,
+/// next to hashed and bitmap sets of the same pass: with `u64` keys of
+/// every dimension and with `u128` keys, groups that share a sort and
+/// groups of their own, skewed draws (big groups, big buckets) and uniform
+/// ones, in one thread and many.
+#[test]
+fn fibers_count_exactly() {
+    /// A shape, the pass's dimension, its sets and the method it takes for each.
+    type Case<'a> = (&'a [u64], usize, &'a [Dims], &'a [&'a str]);
+    let cases: [Case<'_>; 3] = [
+        (
+            &[256, 1000, 100_000, 1 << 20],
+            0,
+            &[0b0111, 0b1011, 0b1101, 0b1111],
+            &["fibers", "fibers", "hash", "hash"],
+        ),
+        (&[300, 1 << 17, 4096, 1 << 18], 1, &[0b1010, 0b0111, 0b0011], &["fibers", "fibers", "bitmap"]),
+        (&[256, 1000, 100_000, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["fibers", "hash"]),
+    ];
+    let mut state = 0xf1be_u64;
+    for (case, &(shape, a, sets, methods)) in cases.iter().enumerate() {
+        let rank = shape.len();
+        let n = 200_000;
+        for (i, want) in methods.iter().enumerate() {
+            assert_eq!(pass::method_name(shape, a, sets, i, n), *want, "case {case} set {:b}", sets[i]);
+        }
+        for skewed in [false, true] {
+            let indices: Vec<u64> = (0..n * rank)
+                .map(|i| {
+                    let r = rand(&mut state) % shape[i % rank].min(1 << 20);
+                    if skewed && rand(&mut state) % 2 == 0 {
+                        r % 5
+                    } else {
+                        r
+                    }
+                })
+                .collect();
+            let source = Source { shape, indices: Indices::RowMajor(&indices), len: n };
+            for parallel in [false, true] {
+                let mut counter = Counter::new(&source, parallel);
+                counter.count_pass(a, sets);
+                for &set in sets {
+                    let what = format!("case {case} set {set:b} skewed {skewed} parallel {parallel}");
+                    assert_eq!(counter.get(set), Some(brute(&indices, rank, set)), "{what}");
+                }
+            }
+        }
+    }
+}
+
 /// Inputs of at most `TINY` entries are counted by `count_tiny`'s masks,
 /// alone and through both of the counter's entry points: every set of
 /// shapes with repeats, with sets wider than 128 bits, at the sizes around

@@ -1,6 +1,8 @@
 //! Counting one set's distinct projections within one bucket of a
 //! partition pass: by a bitmap of the bucket's cells, by a bitmap per part
-//! of them, or by a hash table (see `pass.rs` for which).
+//! of them, by fibers (the bucket's keys grouped by some of the set's
+//! fields, then a small bitmap of the other fields per group), or by a hash
+//! table (see `pass.rs` for which).
 
 use super::{PackedKey, MAX_FIELDS};
 
@@ -9,6 +11,7 @@ use super::{PackedKey, MAX_FIELDS};
 /// split by hash first.
 const TABLE_KEYS: usize = 1 << 15;
 /// Where a set's projection of a key lies among a bucket's cells.
+#[derive(Clone, PartialEq, Eq)]
 pub(super) struct Local {
     /// `(shift, width)` of each of the set's fields in a key, highest first.
     pub(super) fields: Vec<(u32, u32)>,
@@ -20,7 +23,8 @@ pub(super) struct Local {
 }
 
 impl Local {
-    /// `(shift, mask, shift)` of each field: from the key, and into the cell.
+    /// `(shift, mask, shift)` of each field: from the key, and into the cell
+    /// (steps past the fields take nothing).
     fn steps<const N: usize>(&self) -> [(u32, u64, u32); N] {
         let mut steps = [(0, 0, 0); N];
         let mut into = self.bits;
@@ -157,6 +161,102 @@ impl<K: PackedKey> Scratch<K> {
             }
         }
         count
+    }
+
+    /// Counts sets by fibers: `keys` grouped by their cell of `group` (a
+    /// counting sort, into `spare` when it holds the keys, else into a buffer
+    /// of this thread's), then, for each `(set, extra)` of `extras`, the
+    /// distinct cells of `extra` within each group added to `out[set]`.
+    /// A set of the group's fields and an extra's is counted exactly: two
+    /// keys share its projection when they share both cells. A group's
+    /// keys are few and an extra's bitmap small (in L1 for the usual
+    /// extents), so a key costs a bit set in cache per set, where the
+    /// set's bitmap over the bucket's cells would miss the caches (or a
+    /// hash table take a probe).
+    pub(super) fn fibers(
+        &mut self,
+        keys: &[K],
+        group: &Local,
+        extras: &[(usize, Local)],
+        spare: &mut [K],
+        out: &mut [u64],
+    ) {
+        let fields =
+            extras.iter().map(|(_, x)| x.fields.len()).chain([group.fields.len()]).max().unwrap_or(0);
+        // Fixed numbers of fields for the common cases: the loops unroll.
+        match fields {
+            0..=2 => self.fibers_with::<2>(keys, group, extras, spare, out),
+            _ => self.fibers_with::<MAX_FIELDS>(keys, group, extras, spare, out),
+        }
+    }
+
+    /// `fibers` for groups and extras of at most `N` fields.
+    fn fibers_with<const N: usize>(
+        &mut self,
+        keys: &[K],
+        group: &Local,
+        extras: &[(usize, Local)],
+        spare: &mut [K],
+        out: &mut [u64],
+    ) {
+        if keys.len() <= 1 {
+            extras.iter().for_each(|&(set, _)| out[set] += keys.len() as u64);
+            return;
+        }
+        let steps = group.steps::<N>();
+        let cells = 1usize << group.bits;
+        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
+        starts.clear();
+        starts.resize(cells + 1, 0);
+        for &k in keys {
+            starts[cell_of(k, &steps) + 1] += 1;
+        }
+        for c in 0..cells {
+            starts[c + 1] += starts[c];
+        }
+        let sorted = if spare.len() >= keys.len() {
+            &mut spare[..keys.len()]
+        } else {
+            buffer.clear();
+            buffer.resize(keys.len(), K::default());
+            &mut buffer[..]
+        };
+        // `starts[c]` moves through group `c` as it fills, ending at group
+        // `c + 1`'s start: group `c` is then `starts[c - 1]..starts[c]`.
+        for &k in keys {
+            let c = cell_of(k, &steps);
+            sorted[starts[c]] = k;
+            starts[c] += 1;
+        }
+        for (set, extra) in extras {
+            let steps = extra.steps::<N>();
+            let words = (1usize << extra.bits).div_ceil(64);
+            if self.bitmap.len() < words {
+                self.bitmap = vec![0; words];
+            }
+            let map = &mut self.bitmap[..words];
+            let mut count = 0u64;
+            let mut from = 0;
+            for &to in &starts[..cells] {
+                let fiber = &sorted[from..to];
+                from = to;
+                if fiber.len() <= 1 {
+                    count += fiber.len() as u64;
+                    continue;
+                }
+                for &k in fiber {
+                    let cell = cell_of(k, &steps);
+                    let (word, bit) = (cell >> 6, 1u64 << (cell & 63));
+                    count += u64::from(map[word] & bit == 0);
+                    map[word] |= bit;
+                }
+                for &k in fiber {
+                    map[cell_of(k, &steps) >> 6] = 0;
+                }
+            }
+            out[*set] += count;
+        }
+        (self.split, self.starts) = (buffer, starts);
     }
 
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
