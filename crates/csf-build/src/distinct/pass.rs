@@ -61,10 +61,6 @@ const SPLIT_BITS: u32 = 8;
 /// The most fields of a key a bucket bitmap's cell is made of (more, each
 /// of another dimension, and the set is hashed).
 const MAX_FIELDS: usize = 8;
-/// A set whose bucket-local cells take more than this many bits (a bitmap
-/// beyond 128 KiB, which a bucket's few keys would touch sparsely) is
-/// counted by fibers when it can be (`Method::Fibers`).
-const FIBER_ABOVE: u32 = BITMAP_BITS;
 /// The most bits of a fiber group's cell within a bucket: the counting
 /// sort's table of `2^GROUP_BITS` starts stays in L2.
 const GROUP_BITS: u32 = 16;
@@ -215,18 +211,21 @@ impl Plan {
     }
 
     /// How a pass whose buckets take `bucket_bits` of `a`'s field counts the
-    /// set of `fields`: by one bitmap when its bucket-local cells are few
-    /// (at most `2^FIBER_ABOVE`); else by fibers when the set splits into a
-    /// group holding `a` of at most `2^GROUP_BITS` cells within a bucket and
-    /// an extra of at most `2^EXTRA_BITS` cells (the fewest group cells among
-    /// such splits: the cheapest sort); else by a bitmap per part when they
-    /// allow, else by hashing.
+    /// set of `fields`: by one bitmap of its bucket-local cells when they fit
+    /// one (`local`); else by fibers when the set splits into a group holding
+    /// `a` of at most `2^GROUP_BITS` cells within a bucket (and about a
+    /// bucket's keys) and an extra of at most `2^EXTRA_BITS` cells, the split
+    /// with the fewest group cells (the cheapest sort); else by a bitmap per
+    /// part when the cells allow, else by hashing. Fibers before parts: a
+    /// part's bitmap is mostly empty for a bucket's few keys, and the split
+    /// into parts is a scatter per set where one sort serves every set of a
+    /// group.
     fn method(&self, fields: u64, bucket_bits: u32, entries: usize) -> Method {
         let local = self.local(fields, bucket_bits, local_limit(entries));
         // Groups no more than about a bucket's keys: the sort's table costs
         // a step a group.
         let group_limit = ((entries >> bucket_bits).max(1).ilog2() + 1).min(GROUP_BITS);
-        if let Some(local) = local.as_ref().filter(|l| l.bits <= FIBER_ABOVE) {
+        if let Some(local) = local.as_ref().filter(|l| l.bits <= l.part_bits) {
             return Method::Bitmap(local.clone());
         }
         let others = fields & !(1 << self.at);
