@@ -45,7 +45,9 @@
 //! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
 //! from them; a single scan bigger than that runs alone); a pass holds one
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
-//! 1 MiB and a bucket bitmap of at most 1 MiB and 2 bytes per entry; and
+//! 1 MiB, a bucket bitmap (or a fibers' bitmap) of at most 1 MiB and 2
+//! bytes per entry, and a fibers' table of at most `2^16` group starts and
+//! two per key of an average bucket; and
 //! either the last pass's keys (8 bytes per entry, when all dimensions pack
 //! into 64 bits: the next pass scatters them, and splits big buckets and
 //! buckets' cells into them) or, for a bucket too big for one table or

@@ -169,8 +169,7 @@ impl Plan {
         };
         let keys = &keys[..];
         let masks = self.masks::<K>();
-        let methods: Vec<Method> =
-            self.fields.iter().map(|&f| self.method(f, bucket_bits, source.len)).collect();
+        let methods = self.methods(bucket_bits, source.len);
         // The sets counted by fibers, by group: one sort of a bucket serves each group's sets.
         let mut fibered: Vec<(Local, Vec<(usize, Local)>)> = Vec::new();
         for (set, method) in methods.iter().enumerate() {
@@ -210,6 +209,25 @@ impl Plan {
         (0..masks.len()).map(|s| per_bucket.iter().map(|c| c[s]).sum()).collect()
     }
 
+    /// How the pass counts each of its sets (`method`), but a set that
+    /// fibers would count alone in its group by a bitmap per part when its
+    /// cells allow: a group's sort costs about what a split into parts does,
+    /// so fibers pay when the sort serves more sets than one.
+    fn methods(&self, bucket_bits: u32, entries: usize) -> Vec<Method> {
+        let mut methods: Vec<Method> =
+            self.fields.iter().map(|&f| self.method(f, bucket_bits, entries)).collect();
+        for set in 0..methods.len() {
+            let Method::Fibers { group, .. } = &methods[set] else { continue };
+            let of_group = |m: &Method| matches!(m, Method::Fibers { group: g, .. } if g == group);
+            if methods.iter().filter(|m| of_group(m)).count() == 1 {
+                if let Some(local) = self.local(self.fields[set], bucket_bits, local_limit(entries)) {
+                    methods[set] = Method::Bitmap(local);
+                }
+            }
+        }
+        methods
+    }
+
     /// How a pass whose buckets take `bucket_bits` of `a`'s field counts the
     /// set of `fields`: by one bitmap of its bucket-local cells when they fit
     /// one (`local`); else by fibers when the set splits into a group holding
@@ -236,7 +254,7 @@ impl Plan {
             let group = self.cells(fields & !extra, bucket_bits);
             let rest = self.cells(extra, bucket_bits);
             let fits = group.bits <= group_limit
-                && rest.bits <= EXTRA_BITS
+                && rest.bits <= EXTRA_BITS.min(local_limit(entries))
                 && group.fields.len() <= MAX_FIELDS
                 && rest.fields.len() <= MAX_FIELDS;
             if fits && best.as_ref().map_or(true, |(g, _)| group.bits < g.bits) {
@@ -319,7 +337,7 @@ pub(super) fn counts_by_bitmap(shape: &[u64], a: usize, set: Dims, entries: usiz
 pub(super) fn method_name(shape: &[u64], a: usize, sets: &[Dims], i: usize, entries: usize) -> &'static str {
     let plan = Plan::new(shape, a, sets);
     let bucket_bits = bucket_bits(plan.widths[plan.at], entries);
-    match plan.method(plan.fields[i], bucket_bits, entries) {
+    match plan.methods(bucket_bits, entries).swap_remove(i) {
         Method::Bitmap(_) => "bitmap",
         Method::Fibers { .. } => "fibers",
         Method::Hash => "hash",

@@ -94,7 +94,7 @@ fn every_method_counts_exactly() {
 fn fibers_count_exactly() {
     /// A shape, the pass's dimension, its sets and the method it takes for each.
     type Case<'a> = (&'a [u64], usize, &'a [Dims], &'a [&'a str]);
-    let cases: [Case<'_>; 3] = [
+    let cases: [Case<'_>; 4] = [
         (
             &[256, 1000, 100_000, 1 << 20],
             0,
@@ -102,7 +102,9 @@ fn fibers_count_exactly() {
             &["fibers", "fibers", "hash", "hash"],
         ),
         (&[300, 1 << 17, 4096, 1 << 18], 1, &[0b1010, 0b0111, 0b0011], &["fibers", "fibers", "bitmap"]),
-        (&[256, 1000, 100_000, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["fibers", "hash"]),
+        (&[256, 1000, 1 << 20, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["fibers", "hash"]),
+        // Alone in its group, a set whose cells allow parts takes them.
+        (&[256, 1000, 100_000, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["bitmap", "hash"]),
     ];
     let mut state = 0xf1be_u64;
     for (case, &(shape, a, sets, methods)) in cases.iter().enumerate() {
