@@ -289,7 +289,7 @@ impl<'a> Counter<'a> {
     }
 
     /// Whether a partition pass by `a` counts `set` (which holds `a`) by
-    /// bitmaps, a fraction of what hashing it costs, with keys of every
+    /// bitmaps (fibers' too), a fraction of what hashing it costs, with keys of every
     /// dimension (`pass::packs_all`, so that another pass re-scatters the
     /// last one's keys rather than the input).
     pub(crate) fn counts_by_bitmap(&self, a: usize, set: Dims) -> bool {

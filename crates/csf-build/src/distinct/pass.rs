@@ -66,7 +66,7 @@ const MAX_FIELDS: usize = 8;
 const GROUP_BITS: u32 = 16;
 /// The most bits of a fiber's extra cell: a bitmap of 512 KiB, within L2
 /// (where a hash table of the bucket's keys would be too, and a probe costs
-/// more than a bit set; `docs/benchmarks-history.md`, "Fibers").
+/// more than a bit set; `docs/benchmarks-history.md`, "Auto, round 3: fibers").
 const EXTRA_BITS: u32 = 22;
 
 /// How a pass counts a set within each bucket.
@@ -322,8 +322,8 @@ pub(super) fn local_limit(entries: usize) -> u32 {
 }
 
 /// Whether a pass by `a` over `entries` entries counts `set` (which holds
-/// `a`) in each bucket by a bitmap, or a bitmap per part, rather than a
-/// hash table (`Plan::local`).
+/// `a`) in each bucket by a bitmap, fibers or a bitmap per part, rather
+/// than a hash table (`Plan::method`).
 pub(super) fn counts_by_bitmap(shape: &[u64], a: usize, set: Dims, entries: usize) -> bool {
     let plan = Plan::new(shape, a, &[set]);
     let bucket_bits = bucket_bits(plan.widths[plan.at], entries);
