@@ -91,11 +91,8 @@ impl<K: PackedKey> Scratch<K> {
         })
     }
 
-    /// Splits `keys` into `parts` parts by `split(key) = (part, value)`, each
-    /// part's values side by side (in `spare` when it holds the keys, else in
-    /// a buffer of this thread's), and adds up `count` of every part. `split`
-    /// runs twice a key (to size the parts, then to fill them) rather than
-    /// a third array: memory stays at the keys and one copy.
+    /// Splits `keys` into `parts` parts by `split(key) = (part, value)`
+    /// (`split_by`), and adds up `count` of every part.
     fn by_parts(
         &mut self,
         keys: &[K],
@@ -104,6 +101,31 @@ impl<K: PackedKey> Scratch<K> {
         spare: &mut [K],
         mut count: impl FnMut(&mut Self, &[K]) -> u64,
     ) -> u64 {
+        self.split_by(keys, parts, split, spare, |scratch, values, ends| {
+            let mut from = 0;
+            let mut total = 0;
+            for &to in ends {
+                total += count(scratch, &values[from..to]);
+                from = to;
+            }
+            total
+        })
+    }
+
+    /// Splits `keys` into `parts` parts by `split(key) = (part, value)`, each
+    /// part's values side by side (in `spare` when it holds the keys, else in
+    /// a buffer of this thread's), and calls `then` with the values and each
+    /// part's end (part `p` is `ends[p - 1]..ends[p]`, the first from 0).
+    /// `split` runs twice a key (to size the parts, then to fill them)
+    /// rather than a third array: memory stays at the keys and one copy.
+    fn split_by<R>(
+        &mut self,
+        keys: &[K],
+        parts: usize,
+        split: impl Fn(K) -> (usize, K),
+        spare: &mut [K],
+        then: impl FnOnce(&mut Self, &[K], &[usize]) -> R,
+    ) -> R {
         let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
         starts.clear();
         starts.resize(parts + 1, 0);
@@ -126,14 +148,9 @@ impl<K: PackedKey> Scratch<K> {
             values[starts[p]] = v;
             starts[p] += 1;
         }
-        let mut from = 0;
-        let mut total = 0;
-        for &to in &starts[..parts] {
-            total += count(self, &values[from..to]);
-            from = to;
-        }
+        let result = then(self, values, &starts[..parts]);
         (self.split, self.starts) = (buffer, starts);
-        total
+        result
     }
 
     /// The number of distinct cells among `n` cells below `2^bits`, by this
@@ -204,59 +221,36 @@ impl<K: PackedKey> Scratch<K> {
             return;
         }
         let steps = group.steps::<N>();
-        let cells = 1usize << group.bits;
-        let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
-        starts.clear();
-        starts.resize(cells + 1, 0);
-        for &k in keys {
-            starts[cell_of(k, &steps) + 1] += 1;
-        }
-        for c in 0..cells {
-            starts[c + 1] += starts[c];
-        }
-        let sorted = if spare.len() >= keys.len() {
-            &mut spare[..keys.len()]
-        } else {
-            buffer.clear();
-            buffer.resize(keys.len(), K::default());
-            &mut buffer[..]
-        };
-        // `starts[c]` moves through group `c` as it fills, ending at group
-        // `c + 1`'s start: group `c` is then `starts[c - 1]..starts[c]`.
-        for &k in keys {
-            let c = cell_of(k, &steps);
-            sorted[starts[c]] = k;
-            starts[c] += 1;
-        }
-        for (set, extra) in extras {
-            let steps = extra.steps::<N>();
-            let words = (1usize << extra.bits).div_ceil(64);
-            if self.bitmap.len() < words {
-                self.bitmap = vec![0; words];
+        let by_group = |k: K| (cell_of(k, &steps), k);
+        self.split_by(keys, 1 << group.bits, by_group, spare, |scratch, sorted, ends| {
+            for (set, extra) in extras {
+                out[*set] += scratch.fiber_count(sorted, ends, extra.steps::<N>(), extra.bits);
             }
-            let map = &mut self.bitmap[..words];
-            let mut count = 0u64;
-            let mut from = 0;
-            for &to in &starts[..cells] {
-                let fiber = &sorted[from..to];
-                from = to;
-                if fiber.len() <= 1 {
-                    count += fiber.len() as u64;
-                    continue;
-                }
-                for &k in fiber {
-                    let cell = cell_of(k, &steps);
-                    let (word, bit) = (cell >> 6, 1u64 << (cell & 63));
-                    count += u64::from(map[word] & bit == 0);
-                    map[word] |= bit;
-                }
-                for &k in fiber {
-                    map[cell_of(k, &steps) >> 6] = 0;
-                }
-            }
-            out[*set] += count;
+        });
+    }
+
+    /// The distinct cells (by `steps`, below `2^bits`) within each group of
+    /// `sorted` (group `g` is `ends[g - 1]..ends[g]`), added up: each group
+    /// by this thread's bitmap (`bitmap_count`, cleared cell by cell after
+    /// a group of fewer keys than its words).
+    fn fiber_count<const N: usize>(
+        &mut self,
+        sorted: &[K],
+        ends: &[usize],
+        steps: [(u32, u64, u32); N],
+        bits: u32,
+    ) -> u64 {
+        let mut count = 0u64;
+        let mut from = 0;
+        for &to in ends {
+            let fiber = &sorted[from..to];
+            from = to;
+            count += match fiber.len() {
+                0 | 1 => fiber.len() as u64,
+                n => self.bitmap_count(fiber.iter().map(|&k| cell_of(k, &steps)), n, bits),
+            };
         }
-        (self.split, self.starts) = (buffer, starts);
+        count
     }
 
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
