@@ -186,8 +186,8 @@ impl<K: PackedKey> Scratch<K> {
     /// distinct cells of `extra` within each group added to `out[set]`.
     /// A set of the group's fields and an extra's is counted exactly: two
     /// keys share its projection when they share both cells. A group's
-    /// keys are few and an extra's bitmap small (in L1 for the usual
-    /// extents), so a key costs a bit set in cache per set, where the
+    /// keys are few and an extra's bitmap small (at most 512 KiB, in L2),
+    /// so a key costs a bit set in cache per set, where the
     /// set's bitmap over the bucket's cells would miss the caches (or a
     /// hash table take a probe).
     pub(super) fn fibers(
