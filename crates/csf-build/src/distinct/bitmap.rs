@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use super::{dims_of, project, Dims};
-use crate::Source;
+use crate::{Indices, Source};
 
 /// A dense set's bitmap: a bit per cell, the cell of an entry in mixed
 /// radix (exact whatever the extents).
@@ -45,14 +45,37 @@ impl Bitmap {
         }
     }
 
-    /// `fill` for sets of `N` dimensions (`N = 0`: any number).
+    /// `fill` for sets of `N` dimensions (`N = 0`: any number). With `N`
+    /// fixed, the coordinates are read straight from the rows or the
+    /// columns, each column cut to the range once (no copy of an entry's
+    /// coordinates and no bounds check per entry).
     fn fill_with<const N: usize>(&mut self, source: &Source<'_>, range: Range<usize>) {
-        let k = if N == 0 { self.dims.len() } else { N };
         let (strides, words) = (&self.strides, &mut self.words);
-        project(source, &self.dims, range, |_, c| {
-            let cell = (0..k).map(|i| c[i] * strides[i]).sum::<u64>() as usize;
+        let mut set = |cell: u64| {
+            let cell = cell as usize;
             words[cell >> 6] |= 1 << (cell & 63);
-        });
+        };
+        if N == 0 {
+            let k = self.dims.len();
+            return project(source, &self.dims, range, |_, c| set((0..k).map(|i| c[i] * strides[i]).sum()));
+        }
+        let dims: [usize; N] = std::array::from_fn(|i| self.dims[i]);
+        match source.indices {
+            Indices::RowMajor(flat) => {
+                let rank = source.shape.len();
+                for row in flat[range.start * rank..range.end * rank].chunks_exact(rank) {
+                    set((0..N).map(|i| row[dims[i]] * strides[i]).sum());
+                }
+            }
+            Indices::Columnar(cols) => {
+                let cols: [&[u64]; N] = std::array::from_fn(|i| &cols[dims[i]][range.clone()]);
+                // (An index into every column, which an iterator over one cannot give.)
+                #[allow(clippy::needless_range_loop)]
+                for entry in 0..range.len() {
+                    set((0..N).map(|i| cols[i][entry] * strides[i]).sum());
+                }
+            }
+        }
     }
 }
 
