@@ -69,6 +69,10 @@ const GROUP_BITS: u32 = 16;
 /// more than a bit set; `docs/benchmarks-history.md`, "Auto, round 3: fibers").
 const EXTRA_BITS: u32 = 22;
 
+/// The most dimensions besides `a` of a set counted by fibers: the choice
+/// of its group tries every split of them (64 at most).
+const SPLIT_DIMS: u32 = 6;
+
 /// How a pass counts a set within each bucket.
 #[derive(Clone)]
 enum Method {
@@ -248,9 +252,11 @@ impl Plan {
         }
         let others = fields & !(1 << self.at);
         let mut best: Option<(Local, Local)> = None;
-        // Every split of the set's other fields between group and extra.
+        // Every split of the set's other fields between group and extra:
+        // `2^others` of them, so only for sets of few dimensions (a wider
+        // set takes parts or a hash table; ranks go up to 64).
         let mut extra = others;
-        loop {
+        while others.count_ones() <= SPLIT_DIMS {
             let group = self.cells(fields & !extra, bucket_bits);
             let rest = self.cells(extra, bucket_bits);
             let fits = group.bits <= group_limit

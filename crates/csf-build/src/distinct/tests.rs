@@ -137,6 +137,29 @@ fn fibers_count_exactly() {
     }
 }
 
+/// A set of many dimensions is never split into a fibers' group and extra
+/// (the splits to try double with each dimension): at rank 40 a pass over
+/// sets of 12 to 39 dimensions takes parts or hash tables, at once, and
+/// counts exactly.
+#[test]
+fn wide_sets_skip_fibers() {
+    let rank = 40;
+    let shape = vec![2u64; rank];
+    let n = 3000;
+    let mut state = 0x3de_u64;
+    let indices: Vec<u64> = (0..n * rank).map(|_| rand(&mut state) % 2).collect();
+    let sets: Vec<Dims> = vec![(1 << 12) - 1, (1 << 39) - 1, ((1 << 40) - 1) & !2];
+    for i in 0..sets.len() {
+        assert_ne!(pass::method_name(&shape, 0, &sets, i, n), "fibers", "set {:b}", sets[i]);
+    }
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let mut counter = Counter::new(&source, false);
+    counter.count_pass(0, &sets);
+    for &set in &sets {
+        assert_eq!(counter.get(set), Some(brute(&indices, rank, set)), "set {set:b}");
+    }
+}
+
 /// Inputs of at most `TINY` entries are counted by `count_tiny`'s masks,
 /// alone and through both of the counter's entry points: every set of
 /// shapes with repeats, with sets wider than 128 bits, at the sizes around
