@@ -165,15 +165,44 @@ pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool
 /// [`sort_into`] of keys made already (every one of which is keyable).
 pub(crate) fn sort_keys_into<K: Key, T: Send>(
     (into, slots_into): (Vec<K>, Option<Vec<u64>>),
+    counted: Option<Counted>,
     keys: &[K],
     payload: Option<Payload<'_>>,
     bits: (u32, u32, u32),
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Sorted<K, T> {
-    match sort_into((into, slots_into), &Slice(keys), payload, bits, parallel, visit) {
+    match sort_into((into, slots_into), counted, &Slice(keys), payload, bits, parallel, visit) {
         Ok(sorted) => sorted,
         Err(Unkeyable) => unreachable!("a slice's keys never fail to key"),
+    }
+}
+
+/// The top digit of a sort of `entries` keys on bits `lo..hi`: the bits
+/// `shift..shift + log2(radix)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TopDigit {
+    pub(crate) shift: u32,
+    pub(crate) radix: usize,
+}
+
+/// The sort's first pass done by its caller: the `TopDigit` counted, and
+/// each chunk's counts of it, chunk by chunk of [`chunks`]. The sort counts
+/// again when it would have chosen another digit or other chunks.
+pub(crate) type Counted = (TopDigit, Vec<Vec<usize>>);
+
+impl TopDigit {
+    pub(crate) fn new(entries: usize, lo: u32, hi: u32) -> Self {
+        let hi = hi.max(lo);
+        // Fewer buckets for fewer keys: the LSD passes pay off on buckets of a few thousand.
+        let bits = (hi - lo).min(TOP_BITS).min(usize::BITS - (entries / BUCKET_KEYS).leading_zeros());
+        Self { shift: hi - bits, radix: 1 << bits }
+    }
+
+    /// `key`'s digit.
+    #[inline]
+    pub(crate) fn of<K: Key>(self, key: K) -> usize {
+        (key.field(self.shift) as usize) & (self.radix - 1)
     }
 }
 
@@ -203,7 +232,7 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Result<Sorted<K, T>, Unkeyable> {
-    sort_into((Vec::new(), None), source, payload, bits, parallel, visit)
+    sort_into((Vec::new(), None), None, source, payload, bits, parallel, visit)
 }
 
 /// [`sort_from`], scattering the keys into `into` when it has the length
@@ -213,6 +242,7 @@ pub(crate) fn sort_from<K: Key, S: KeySource<K>, T: Send>(
 /// fault and the zeroing of every 4 KiB written).
 pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
     (into, slots_into): (Vec<K>, Option<Vec<u64>>),
+    counted: Option<Counted>,
     source: &S,
     payload: Option<Payload<'_>>,
     (lo, ordered, hi): (u32, u32, u32),
@@ -221,22 +251,23 @@ pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
 ) -> Result<Sorted<K, T>, Unkeyable> {
     let hi = hi.max(lo);
     let ordered = ordered.clamp(lo, hi);
-    // Fewer buckets for fewer keys: the LSD passes pay off on buckets of a few thousand.
-    let top_bits =
-        (hi - lo).min(TOP_BITS).min(usize::BITS - (source.entries() / BUCKET_KEYS).leading_zeros());
-    let top_shift = hi - top_bits;
-    let radix = 1usize << top_bits;
-    let digit = move |k: K| (k.field(top_shift) as usize) & (radix - 1);
+    let top = TopDigit::new(source.entries(), lo, hi);
+    let TopDigit { shift: top_shift, radix } = top;
+    let digit = move |k: K| top.of(k);
     let ranges = chunks(source.entries(), parallel);
 
-    // Pass 1: per-chunk counts of the top digit.
+    // Pass 1: per-chunk counts of the top digit, unless the caller has them.
     let count = |range: &Range<usize>| {
         let mut counts = vec![0usize; radix];
         source.prefixes(range.clone(), top_shift, |k| counts[digit(k)] += 1);
         counts
     };
-    let counts: Vec<Vec<usize>> =
-        if parallel { ranges.par_iter().map(count).collect() } else { ranges.iter().map(count).collect() };
+    let counted = counted.filter(|(by, counts)| *by == top && counts.len() == ranges.len());
+    let counts: Vec<Vec<usize>> = match counted {
+        Some((_, counts)) => counts,
+        None if parallel => ranges.par_iter().map(count).collect(),
+        None => ranges.iter().map(count).collect(),
+    };
     let mut starts = vec![0usize; radix + 1];
     for d in 0..radix {
         starts[d + 1] = starts[d] + counts.iter().map(|c| c[d]).sum::<usize>();
@@ -460,6 +491,41 @@ mod tests {
                 let mut got = keys.clone();
                 sort_keys(&mut got, position_bits, position_bits + coord_bits, parallel);
                 assert_eq!(got, expected, "n={n} bits={coord_bits} parallel={parallel}");
+            }
+        }
+    }
+
+    #[test]
+    fn counts_from_the_caller_are_the_first_pass_and_others_are_recounted() {
+        let mut state = 7u64;
+        let n = 100_000usize;
+        let keys: Vec<u64> = (0..n as u64).map(|i| (rand(&mut state) & ((1 << 30) - 1)) << 17 | i).collect();
+        let (lo, hi) = (17, 47);
+        for parallel in [false, true] {
+            let top = TopDigit::new(n, lo, hi);
+            let counts_of = |top: TopDigit| -> Vec<Vec<usize>> {
+                let count = |range: &Range<usize>| {
+                    let mut counts = vec![0usize; top.radix];
+                    keys[range.clone()].iter().for_each(|&k| counts[top.of(k)] += 1);
+                    counts
+                };
+                chunks(n, parallel).iter().map(count).collect()
+            };
+            let sort = |counted| {
+                let into = (Vec::new(), None);
+                sort_keys_into(into, counted, &keys, None, (lo, lo, hi), parallel, |s, b: &[u64]| {
+                    (s, b.len())
+                })
+            };
+            let expected = sort(None);
+            assert!(expected.keys.windows(2).all(|w| w[0] >> lo <= w[1] >> lo));
+            // The caller's counts; and counts of another digit, which the sort
+            // must not take for its own (their bucket sizes are not its).
+            let other = TopDigit { shift: top.shift - 1, ..top };
+            for counted in [(top, counts_of(top)), (other, counts_of(other))] {
+                let got = sort(Some(counted));
+                assert_eq!(got.keys, expected.keys);
+                assert_eq!((&got.starts, &got.visits), (&expected.starts, &expected.visits));
             }
         }
     }

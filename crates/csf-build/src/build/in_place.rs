@@ -22,7 +22,7 @@ use hurray_format::limits::MAX_RANK;
 use super::fill::Writer;
 use super::radix::{tally, tree_of, SortedTree};
 use crate::key::{Key, Layout};
-use crate::sort::{chunks, sort_keys_into, Payload};
+use crate::sort::{chunks, sort_keys_into, Payload, TopDigit};
 use crate::BuildError;
 
 /// A radix build of `u64` keys over owned columns: what `build_levels`
@@ -63,9 +63,12 @@ impl InPlace {
         let layout = writer.layout;
         let (key_dim, into_dim) = (mode_order[0] as usize, mode_order[1] as usize);
         let mut keys = std::mem::take(&mut columns[key_dim]);
-        if let Some(entry) = pack(&mut keys, columns, mode_order, &layout, writer.parallel) {
-            return Err(out_of_bounds(entry, &keys, columns, key_dim, shape));
-        }
+        let (lo, hi) = (layout.position_bits, layout.total_bits());
+        let top = TopDigit::new(keys.len(), lo, hi);
+        let counted = match pack(&mut keys, columns, (mode_order, &layout, top), writer.parallel) {
+            Ok(counted) => counted,
+            Err(entry) => return Err(out_of_bounds(entry, &keys, columns, key_dim, shape)),
+        };
         let into = std::mem::take(&mut columns[into_dim]);
         // The last level's column (neither of the two above: rank >= 3)
         // holds the value slots when they are at most a word each (then the
@@ -73,9 +76,17 @@ impl InPlace {
         // `SortedTree::write`).
         let slots_dim = mode_order[mode_order.len() - 1] as usize;
         let slots_into = (payload.width <= 8).then(|| std::mem::take(&mut columns[slots_dim]));
-        let bits = (layout.position_bits, self.ordered, layout.total_bits());
-        let sorted =
-            sort_keys_into((into, slots_into), &keys, Some(*payload), bits, writer.parallel, tally(layout));
+        let bits = (lo, self.ordered, hi);
+        let (parallel, visit) = (writer.parallel, tally(layout));
+        let sorted = sort_keys_into(
+            (into, slots_into),
+            Some((top, counted)),
+            &keys,
+            Some(*payload),
+            bits,
+            parallel,
+            visit,
+        );
         let tree = tree_of(sorted, layout, writer, writer.duplicates);
         columns[key_dim] = keys;
         tree.map_err(|key| duplicate_error(key, &columns[key_dim], &layout, mode_order))
@@ -85,17 +96,19 @@ impl InPlace {
 /// Writes each entry's key (its coordinates packed by `layout`, the
 /// position bits clear) over `keys`, which holds the coordinates of the
 /// first level's dimension, `mode_order[0]` (the other dimensions' are in
-/// `columns`). Stops at
-/// the first entry outside the shape, leaving it as it was, and returns it.
+/// `columns`), and counts the keys' `top` digits, per chunk of
+/// [`chunks`]: the sort's first pass, done here while the keys are in
+/// registers rather than in another read of them all. Stops at the first
+/// entry outside the shape, leaving it as it was, and returns it.
 fn pack(
     keys: &mut [u64],
     columns: &[Vec<u64>],
-    mode_order: &[u32],
-    layout: &Layout,
+    (mode_order, layout, top): (&[u32], &Layout, TopDigit),
     parallel: bool,
-) -> Option<usize> {
+) -> Result<Vec<Vec<usize>>, usize> {
     let rank = mode_order.len();
-    let pack_range = |start: usize, keys: &mut [u64]| -> Option<usize> {
+    let pack_range = |start: usize, keys: &mut [u64]| -> Result<Vec<usize>, usize> {
+        let mut counts = vec![0usize; top.radix];
         // Each level's coordinates for this range; the key column's own
         // level reads the entry's slot before it is overwritten.
         let end = start + keys.len();
@@ -113,11 +126,12 @@ fn pack(
                 _ => layout.pack::<u64, 0>(rank, coord),
             };
             if !ok {
-                return Some(start + i);
+                return Err(start + i);
             }
             *slot = key;
+            counts[top.of(key)] += 1;
         }
-        None
+        Ok(counts)
     };
     let ranges = chunks(keys.len(), parallel);
     let mut parts = Vec::with_capacity(ranges.len());
@@ -130,9 +144,14 @@ fn pack(
     // The first entry outside the shape in input order: each range stops at
     // its own first, and the lowest of them is the input's.
     if parallel {
-        parts.into_par_iter().filter_map(|(start, part)| pack_range(start, part)).min()
+        let packed: Vec<Result<Vec<usize>, usize>> =
+            parts.into_par_iter().map(|(start, part)| pack_range(start, part)).collect();
+        match packed.iter().filter_map(|p| p.as_ref().err()).min() {
+            Some(&entry) => Err(entry),
+            None => Ok(packed.into_iter().flatten().collect()),
+        }
     } else {
-        parts.into_iter().find_map(|(start, part)| pack_range(start, part))
+        parts.into_iter().map(|(start, part)| pack_range(start, part)).collect()
     }
 }
 
