@@ -376,7 +376,18 @@ fn sort_buckets<K: Key, T: Send>(
         visit(start, bucket)
     };
     if parallel {
-        buckets.into_par_iter().map_init(Scratch::default, sort_and_visit).collect()
+        // The biggest buckets first, each a task of its own: a heavy bucket
+        // (a power law's first coordinates) started last would leave the
+        // other threads idle while one thread sorts it.
+        let mut by_size: Vec<(usize, Bucket<'_, K>)> = buckets.into_iter().enumerate().collect();
+        by_size.sort_by_key(|(_, (_, keys, _))| std::cmp::Reverse(keys.len()));
+        let mut visits: Vec<(usize, T)> = by_size
+            .into_par_iter()
+            .with_max_len(1)
+            .map_init(Scratch::default, |scratch, (b, bucket)| (b, sort_and_visit(scratch, bucket)))
+            .collect();
+        visits.sort_unstable_by_key(|&(b, _)| b);
+        visits.into_iter().map(|(_, visit)| visit).collect()
     } else {
         let mut scratch = Scratch::default();
         buckets.into_iter().map(|b| sort_and_visit(&mut scratch, b)).collect()
