@@ -166,14 +166,62 @@ fn unsorted_input_writes_the_upper_levels_over_its_columns() {
     let over_column = |bytes: &[u8]| columns.contains(&bytes.as_ptr());
     // The keys are packed over level 0's column and sorted into level 1's,
     // which becomes the leaf crd; the value slots are scattered into level
-    // 3's, and the values written over the input's. The two other columns
-    // take the longest upper arrays that fit, longest first: crd_2 (5,000
-    // entries) and pos_2 (about 4,990); pos_3 (5,001 entries) does not fit
-    // a column of 5,000, and crd_1 finds none left.
+    // 3's, which crd_2 is then written over as the slots are read, and the
+    // values are written over the input's. The two other columns take the
+    // longest upper arrays that fit, longest first: pos_2 (about 4,990
+    // entries) and crd_1; pos_3 (5,001 entries) does not fit a column of
+    // 5,000.
     let pos: Vec<bool> = levels.iter().map(|l| over_column(l.pos.as_bytes())).collect();
     let crd: Vec<bool> = levels.iter().map(|l| over_column(l.crd.as_bytes())).collect();
-    assert_eq!((pos, crd), (vec![false, false, true, false], vec![false, false, true, true]));
+    assert_eq!((pos, crd), (vec![false, false, true, false], vec![false, true, true, true]));
     assert_eq!(leaf_addresses(&got).1, values_at, "the values are written over the input's");
+    assert_eq!(levels[2].crd.as_bytes().as_ptr(), columns[3], "crd_2 is written over the value slots");
+}
+
+#[test]
+fn the_level_written_over_the_value_slots_survives_duplicates_and_chunks() {
+    // Random input in one chunk and in parallel chunks (which write that
+    // level's nodes from their first key's index and are moved down after):
+    // heavy duplicates among keys with room for a position, and each of
+    // 50,000 entries three times over among wide keys. `f32` slots are not
+    // a word wide and take their own array.
+    let mut rng = csf_testdata::Rng::new(23);
+    let mut inputs: Vec<(Vec<u64>, Vec<Vec<u64>>)> = Vec::new();
+    let shape = vec![40, 50, 60];
+    inputs
+        .push((shape.clone(), shape.iter().map(|&e| (0..200_000).map(|_| rng.below(e)).collect()).collect()));
+    let shape = vec![5_000, 50_000, 500_000];
+    let once: Vec<Vec<u64>> = shape.iter().map(|&e| (0..50_000).map(|_| rng.below(e)).collect()).collect();
+    let picks: Vec<usize> = (0..150_000).map(|_| rng.below(50_000) as usize).collect();
+    inputs.push((shape, once.iter().map(|column| picks.iter().map(|&i| column[i]).collect()).collect()));
+    for (shape, columns) in inputs {
+        let n = columns[0].len();
+        for element_type in [ElementType::F64, ElementType::F32] {
+            let width = if element_type == ElementType::F64 { 8 } else { 4 };
+            let values: Vec<u8> =
+                (0..n).flat_map(|i| ((i % 1000) as u64).to_le_bytes()[..width].to_vec()).collect();
+            for (duplicates, parallel) in [Duplicates::Sum, Duplicates::Last, Duplicates::First]
+                .into_iter()
+                .flat_map(|d| [(d, false), (d, true)])
+            {
+                let options = Options { duplicates, parallel, ..Options::default() };
+                let coo = OwnedCoo {
+                    shape: shape.clone(),
+                    columns: columns.clone(),
+                    element_type,
+                    values: values.clone(),
+                };
+                let slots_column = coo.columns[2].as_ptr().cast::<u8>();
+                let want = built_borrowed(&coo, &options);
+                let got = build_owned(coo, &options);
+                assert_same(&got, &want);
+                let got = got.expect("a valid input");
+                assert!(got.removed > 0, "{shape:?}: duplicates were merged");
+                let over_slots = got.tensor.view().levels()[1].crd.as_bytes().as_ptr() == slots_column;
+                assert_eq!(over_slots, width == 8, "{shape:?} {element_type:?} {duplicates:?} {parallel}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -51,6 +51,9 @@ pub(super) struct Part<'a, K> {
     /// first `gap` leaves (which belong before them, see `ChunkPlan::new`)
     /// to a side buffer; `gap` is zero or the duplicates in earlier chunks.
     pub(super) gap: usize,
+    /// The value slots are the words of `crd[rank - 2]`, one a key, over
+    /// which the chunk writes that level's nodes (`ChunkPlan::hand_out`).
+    pub(super) slots_in_level: bool,
 }
 
 /// The leaves a chunk could not write in place (see `Part::gap`): leaf
@@ -137,8 +140,19 @@ impl Writer {
     /// the leaves it could not write in place; `W` is the value width (0:
     /// `self.width`), `R` the rank (0: `layout.rank`).
     fn fill<K: Key, const W: usize, const R: usize>(&self, part: Part<'_, K>) -> Result<Side, BuildError> {
-        let Part { keys, values, slots, start, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } =
-            part;
+        let Part {
+            keys,
+            values,
+            slots,
+            start,
+            buckets,
+            mut prev,
+            crd: crd_vec,
+            pos: pos_vec,
+            base,
+            gap,
+            slots_in_level,
+        } = part;
         let layout = self.layout;
         // A constant rank unrolls the level loops and keeps the counters and
         // slices below in registers.
@@ -157,19 +171,25 @@ impl Writer {
         // buffer first, with one sequential read: out of the slots' own
         // array, a read in key order would miss the cache on most keys
         // (cutting the tree writing by a fifth on a 10M uniform tensor);
-        // over them, a leaf may be written over a slot the bucket has yet to
-        // read. Keys without them (wide keys) have their slots in key order,
-        // and slot `j` is read at key `j`, before any leaf `k <= j` is
-        // written over it: no copy, but for slots wider than a word (read
-        // through an 8-byte buffer otherwise).
-        let gather = !layout.slots_in_key_order() || (slots.is_none() && width > 8);
+        // over them, a leaf (or with `slots_in_level` a node) may be written
+        // over a slot the bucket has yet to read. Keys without them (wide
+        // keys) have their slots in key order, and slot `j` is read at key
+        // `j`, before any leaf or node `k <= j` is written over it: no copy,
+        // but for slots wider than a word (read through an 8-byte buffer
+        // otherwise).
+        let shared = leaf - 1;
+        let gather = !layout.slots_in_key_order() || (slots.is_none() && !slots_in_level && width > 8);
         let mut bucket_slots: Vec<u8> = Vec::new();
         let mut read = [0u8; 8];
         for bucket in buckets {
             if gather {
-                let from = slots.unwrap_or(values);
                 bucket_slots.clear();
-                bucket_slots.extend_from_slice(&from[bucket.start * width..bucket.end * width]);
+                if slots_in_level {
+                    bucket_slots.extend_from_slice(bytemuck::cast_slice(&crd[shared][bucket.clone()]));
+                } else {
+                    let from = slots.unwrap_or(values);
+                    bucket_slots.extend_from_slice(&from[bucket.start * width..bucket.end * width]);
+                }
             }
             let first_slot = start + bucket.start;
             for j in bucket {
@@ -177,6 +197,10 @@ impl Writer {
                 let slot: &[u8] = if gather {
                     let from = (layout.slot(key, start + j) - first_slot) * width;
                     &bucket_slots[from..from + width]
+                } else if slots_in_level {
+                    // The slot's bytes as the sort wrote them (the words' own order).
+                    read = crd[shared][j].to_ne_bytes();
+                    &read[..width]
                 } else if let Some(slots) = slots {
                     &slots[j * width..(j + 1) * width]
                 } else {

@@ -133,14 +133,18 @@ impl ChunkPlan {
     }
 
     /// Every array but the leaf `crd` at its final size, each a `spare`
-    /// array where one fits (see [`Spare::take`]), else fresh zeros. The
-    /// chunks write every entry but the `pos` entries set here: the first
-    /// level's, and each level's last (the end of the last node).
-    pub(super) fn allocate(&self, spare: &mut Spare) -> UpperLevels {
+    /// array where one fits (see [`Spare::take`]), else fresh zeros; with
+    /// `shared`, not the `crd` of the level above the leaves either (see
+    /// [`hand_out`](Self::hand_out)). The chunks write every entry but the
+    /// `pos` entries set here: the first level's, and each level's last (the
+    /// end of the last node).
+    pub(super) fn allocate(&self, spare: &mut Spare, shared: bool) -> UpperLevels {
         let totals = &self.totals;
         let leaf = totals.len() - 1;
+        let shared_level = if shared { leaf - 1 } else { leaf };
         // The longest arrays first, so that they are the ones that get the spares.
-        let mut lengths: Vec<(usize, bool, usize)> = (0..leaf).map(|l| (totals[l], true, l)).collect();
+        let mut lengths: Vec<(usize, bool, usize)> =
+            (0..leaf).filter(|&l| l != shared_level).map(|l| (totals[l], true, l)).collect();
         lengths.extend((1..totals.len()).map(|l| (totals[l - 1] + 1, false, l)));
         lengths.sort_unstable_by(|a, b| b.cmp(a));
         let mut crd: Vec<Vec<u64>> = vec![Vec::new(); leaf];
@@ -162,11 +166,21 @@ impl ChunkPlan {
     /// slots, written over, or an array of their own with the slots in
     /// `slots`) and the levels into each chunk's share, for the chunks to
     /// write in parallel.
+    ///
+    /// With `shared` (slots of a word each, in a word array as long as the
+    /// keys, which `allocate` was told of), the slots are handed out in
+    /// place of the `crd` of the level above the leaves: each chunk gets the
+    /// words of its own keys, reads its slots there, and writes that level's
+    /// nodes over them from the front. A chunk has read the slot of its key
+    /// `j` by the time it writes its node `j` (a chunk's keys open at most as
+    /// many nodes as there are keys before them), and a chunk whose keys
+    /// index their slots reads each bucket's slots before it writes any of
+    /// its nodes. [`settle_shared`](Self::settle_shared) then moves each
+    /// chunk's nodes to their place.
     pub(super) fn hand_out<'a, K: Key>(
         &'a self,
-        keys: &'a mut [K],
-        values: &'a mut [u8],
-        slots: Option<&'a [u8]>,
+        (keys, values): (&'a mut [K], &'a mut [u8]),
+        (slots, shared): (Option<&'a [u8]>, Option<&'a mut [u64]>),
         levels: &'a mut UpperLevels,
         width: usize,
     ) -> Vec<Part<'a, K>> {
@@ -176,6 +190,8 @@ impl ChunkPlan {
         let mut keys_rest = keys;
         let mut values_rest = values;
         let mut slots_rest = slots;
+        let slots_in_level = shared.is_some();
+        let mut shared_rest = shared.unwrap_or_default();
         let mut crd_rest: Vec<&mut [u64]> = levels.crd.iter_mut().map(|c| &mut c[..]).collect();
         let mut pos_rest: Vec<&mut [u64]> = levels.pos.iter_mut().map(|p| &mut p[..]).collect();
         let mut parts = Vec::with_capacity(self.chunks.len());
@@ -184,7 +200,10 @@ impl ChunkPlan {
             let crd = crd_rest
                 .iter_mut()
                 .enumerate()
-                .map(|(level, rest)| take_front(rest, opened[level]))
+                .map(|(level, rest)| match level + 1 == leaf && slots_in_level {
+                    true => take_front(&mut shared_rest, range.len()),
+                    false => take_front(rest, opened[level]),
+                })
                 .collect();
             let pos = pos_rest
                 .iter_mut()
@@ -207,9 +226,28 @@ impl ChunkPlan {
                 pos,
                 base,
                 gap: if self.use_sides { range.start - base[leaf] } else { 0 },
+                slots_in_level,
             });
         }
         parts
+    }
+
+    /// The `crd` of the level above the leaves, from the chunks' nodes
+    /// written over the shared slot words (see [`hand_out`](Self::hand_out)):
+    /// each chunk's moved down from its first key's index to its place, in
+    /// chunk order (a chunk's place ends where the next chunk's begins, at or
+    /// below that chunk's first key), and the words cut to the level's length.
+    pub(super) fn settle_shared(&self, mut words: Vec<u64>, levels: &mut UpperLevels) {
+        let level = self.totals.len() - 2;
+        for c in 1..self.chunks.len() {
+            let (from, to, count) = (self.keys_of(c).start, self.bases[c][level], self.opened[c][level]);
+            if from != to {
+                words.copy_within(from..from + count, to);
+            }
+        }
+        words.truncate(self.totals[level]);
+        words.shrink_to_fit();
+        levels.crd[level] = words;
     }
 
     /// Moves every leaf to its place once all chunks are written: those that

@@ -142,28 +142,37 @@ impl<K: Key> SortedTree<K> {
     /// of their own, else (slots in a spare word array) into `input_values`,
     /// the input's values, which the sort has finished reading: both arrays
     /// the input touched already. `input_values` is dropped unused otherwise.
+    /// A word array of slots of a word each becomes the `crd` of the level
+    /// above the leaves, written over the slots as they are read (see
+    /// `ChunkPlan::hand_out`): one fresh array fewer.
     pub(super) fn write(self, mut spare: Spare, input_values: Vec<u8>) -> Result<Output, BuildError> {
         let SortedTree { mut keys, slots, plan, writer } = self;
         let width = writer.width;
         let apart = matches!(slots, SlotArray::Words(_, len) if len == input_values.len());
-        let (mut values, slots) = if apart {
-            (input_values, Some(slots))
-        } else {
-            drop(input_values);
-            (slots.into_bytes(), None)
+        let (mut values, slots, mut shared) = match slots {
+            SlotArray::Words(words, _) if apart && width == 8 && words.len() >= plan.keys() => {
+                (input_values, None, Some(words))
+            }
+            slots if apart => (input_values, Some(slots), None),
+            slots => {
+                drop(input_values);
+                (slots.into_bytes(), None, None)
+            }
         };
-        let mut levels = plan.allocate(&mut spare);
+        let mut levels = plan.allocate(&mut spare, shared.is_some());
         // The spare arrays left over are not needed: freed before the writing.
         drop(spare);
         let parts = plan.hand_out(
-            &mut keys,
-            &mut values,
-            slots.as_ref().map(SlotArray::as_bytes),
+            (&mut keys, &mut values),
+            (slots.as_ref().map(SlotArray::as_bytes), shared.as_deref_mut()),
             &mut levels,
             width,
         );
         let sides = writer.write_parts(parts)?;
         drop(slots);
+        if let Some(words) = shared {
+            plan.settle_shared(words, &mut levels);
+        }
         plan.place_leaves(&mut keys, &mut values, sides, width);
         // The duplicates merged leave the arrays longer than the leaves.
         let nnz = plan.leaves();
