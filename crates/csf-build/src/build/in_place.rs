@@ -12,8 +12,10 @@
 //! build's peak is one key array lower. Value slots of at most a word go
 //! into the last level's column the same way, and the leaf values are then
 //! written over the input's value array, which the scatter has read
-//! (`SortedTree::write`). The first column and the others left over then
-//! hold the upper levels (`Spare`), as on the borrowed path.
+//! (`SortedTree::write`); slots of a word each then have the `crd` of the
+//! level above the leaves written over them (`ChunkPlan::hand_out`). The
+//! first column and the others left over then hold the upper levels
+//! (`Spare`), as on the borrowed path.
 
 use rayon::prelude::*;
 
