@@ -31,10 +31,10 @@ pub(super) struct Part<'a, K> {
     /// The chunk's sorted keys; the leaf coordinates are written over them.
     pub(super) keys: &'a mut [K],
     /// The chunk's value slots (see `Layout::slot`), which the leaf values
-    /// are written over; or, with `slots`, the leaf values alone.
+    /// are written over; or, with slots elsewhere, the leaf values alone.
     pub(super) values: &'a mut [u8],
-    /// The chunk's value slots when they are not in `values`.
-    pub(super) slots: Option<&'a [u8]>,
+    /// Where the chunk's value slots are.
+    pub(super) slots: SlotSource<'a>,
     /// The index of the chunk's first key.
     pub(super) start: usize,
     /// The chunk's buckets, as ranges of `keys`.
@@ -51,9 +51,18 @@ pub(super) struct Part<'a, K> {
     /// first `gap` leaves (which belong before them, see `ChunkPlan::new`)
     /// to a side buffer; `gap` is zero or the duplicates in earlier chunks.
     pub(super) gap: usize,
-    /// The value slots are the words of `crd[rank - 2]`, one a key, over
-    /// which the chunk writes that level's nodes (`ChunkPlan::hand_out`).
-    pub(super) slots_in_level: bool,
+}
+
+/// Where a chunk's value slots are.
+#[derive(Clone, Copy)]
+pub(super) enum SlotSource<'a> {
+    /// In `Part::values`, which the leaf values are written over.
+    Values,
+    /// In an array of their own.
+    Apart(&'a [u8]),
+    /// In the words of `crd[rank - 2]`, one a key, over which the chunk
+    /// writes that level's nodes (`ChunkPlan::hand_out`).
+    Level,
 }
 
 /// The leaves a chunk could not write in place (see `Part::gap`): leaf
@@ -140,19 +149,8 @@ impl Writer {
     /// the leaves it could not write in place; `W` is the value width (0:
     /// `self.width`), `R` the rank (0: `layout.rank`).
     fn fill<K: Key, const W: usize, const R: usize>(&self, part: Part<'_, K>) -> Result<Side, BuildError> {
-        let Part {
-            keys,
-            values,
-            slots,
-            start,
-            buckets,
-            mut prev,
-            crd: crd_vec,
-            pos: pos_vec,
-            base,
-            gap,
-            slots_in_level,
-        } = part;
+        let Part { keys, values, slots, start, buckets, mut prev, crd: crd_vec, pos: pos_vec, base, gap } =
+            part;
         let layout = self.layout;
         // A constant rank unrolls the level loops and keeps the counters and
         // slices below in registers.
@@ -171,25 +169,25 @@ impl Writer {
         // buffer first, with one sequential read: out of the slots' own
         // array, a read in key order would miss the cache on most keys
         // (cutting the tree writing by a fifth on a 10M uniform tensor);
-        // over them, a leaf (or with `slots_in_level` a node) may be written
+        // over them, a leaf (or with `SlotSource::Level` a node) may be written
         // over a slot the bucket has yet to read. Keys without them (wide
         // keys) have their slots in key order, and slot `j` is read at key
         // `j`, before any leaf or node `k <= j` is written over it: no copy,
         // but for slots wider than a word (read through an 8-byte buffer
         // otherwise).
         let shared = leaf - 1;
-        let gather = !layout.slots_in_key_order() || (slots.is_none() && !slots_in_level && width > 8);
+        let gather = !layout.slots_in_key_order() || (matches!(slots, SlotSource::Values) && width > 8);
         let mut bucket_slots: Vec<u8> = Vec::new();
         let mut read = [0u8; 8];
         for bucket in buckets {
             if gather {
                 bucket_slots.clear();
-                if slots_in_level {
-                    bucket_slots.extend_from_slice(bytemuck::cast_slice(&crd[shared][bucket.clone()]));
-                } else {
-                    let from = slots.unwrap_or(values);
-                    bucket_slots.extend_from_slice(&from[bucket.start * width..bucket.end * width]);
-                }
+                let bytes = bucket.start * width..bucket.end * width;
+                bucket_slots.extend_from_slice(match slots {
+                    SlotSource::Values => &values[bytes],
+                    SlotSource::Apart(apart) => &apart[bytes],
+                    SlotSource::Level => bytemuck::cast_slice(&crd[shared][bucket.clone()]),
+                });
             }
             let first_slot = start + bucket.start;
             for j in bucket {
@@ -197,15 +195,19 @@ impl Writer {
                 let slot: &[u8] = if gather {
                     let from = (layout.slot(key, start + j) - first_slot) * width;
                     &bucket_slots[from..from + width]
-                } else if slots_in_level {
-                    // The slot's bytes as the sort wrote them (the words' own order).
-                    read = crd[shared][j].to_ne_bytes();
-                    &read[..width]
-                } else if let Some(slots) = slots {
-                    &slots[j * width..(j + 1) * width]
                 } else {
-                    copy_slot::<W>(&mut read[..width], &values[j * width..(j + 1) * width]);
-                    &read[..width]
+                    match slots {
+                        SlotSource::Values => {
+                            copy_slot::<W>(&mut read[..width], &values[j * width..(j + 1) * width]);
+                            &read[..width]
+                        }
+                        SlotSource::Apart(apart) => &apart[j * width..(j + 1) * width],
+                        SlotSource::Level => {
+                            // The slot's bytes as the sort wrote them (the words' own order).
+                            read = crd[shared][j].to_ne_bytes();
+                            &read[..width]
+                        }
+                    }
                 };
                 let split = prev.map_or(Some(0), |p| layout.split_level(p, key));
                 prev = Some(key);

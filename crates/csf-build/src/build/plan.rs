@@ -8,7 +8,7 @@ use std::ops::Range;
 use crate::key::Key;
 use crate::sort::chunks;
 
-use super::fill::{Part, Side};
+use super::fill::{Part, Side, SlotSource};
 use super::radix::Tally;
 use super::Levels;
 
@@ -141,10 +141,9 @@ impl ChunkPlan {
     pub(super) fn allocate(&self, spare: &mut Spare, shared: bool) -> UpperLevels {
         let totals = &self.totals;
         let leaf = totals.len() - 1;
-        let shared_level = if shared { leaf - 1 } else { leaf };
         // The longest arrays first, so that they are the ones that get the spares.
         let mut lengths: Vec<(usize, bool, usize)> =
-            (0..leaf).filter(|&l| l != shared_level).map(|l| (totals[l], true, l)).collect();
+            (0..leaf).filter(|&l| !(shared && l + 1 == leaf)).map(|l| (totals[l], true, l)).collect();
         lengths.extend((1..totals.len()).map(|l| (totals[l - 1] + 1, false, l)));
         lengths.sort_unstable_by(|a, b| b.cmp(a));
         let mut crd: Vec<Vec<u64>> = vec![Vec::new(); leaf];
@@ -200,9 +199,12 @@ impl ChunkPlan {
             let crd = crd_rest
                 .iter_mut()
                 .enumerate()
-                .map(|(level, rest)| match level + 1 == leaf && slots_in_level {
-                    true => take_front(&mut shared_rest, range.len()),
-                    false => take_front(rest, opened[level]),
+                .map(|(level, rest)| {
+                    if slots_in_level && level + 1 == leaf {
+                        take_front(&mut shared_rest, range.len())
+                    } else {
+                        take_front(rest, opened[level])
+                    }
                 })
                 .collect();
             let pos = pos_rest
@@ -214,11 +216,15 @@ impl ChunkPlan {
             parts.push(Part {
                 keys: take_front(&mut keys_rest, range.len()),
                 values: take_front(&mut values_rest, range.len() * width),
-                slots: slots_rest.as_mut().map(|rest| {
-                    let (front, back) = rest.split_at(range.len() * width);
-                    *rest = back;
-                    front
-                }),
+                slots: match slots_rest.as_mut() {
+                    _ if slots_in_level => SlotSource::Level,
+                    Some(rest) => {
+                        let (front, back) = rest.split_at(range.len() * width);
+                        *rest = back;
+                        SlotSource::Apart(front)
+                    }
+                    None => SlotSource::Values,
+                },
                 start: range.start,
                 buckets: starts.windows(2).map(|b| b[0] - range.start..b[1] - range.start).collect(),
                 prev,
@@ -226,7 +232,6 @@ impl ChunkPlan {
                 pos,
                 base,
                 gap: if self.use_sides { range.start - base[leaf] } else { 0 },
-                slots_in_level,
             });
         }
         parts
