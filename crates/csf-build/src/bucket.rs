@@ -48,11 +48,16 @@ pub(crate) const SMALL: usize = 64;
 pub(crate) const CACHE_KEYS: usize = 1 << 16;
 
 /// Reusable buffers of one thread.
-pub(crate) struct Scratch<K> {
+pub(crate) struct Scratch<'s, K> {
     /// Where an MSD pass puts a big bucket (its keys and slots), before its
-    /// parts are sorted back into place.
+    /// parts are sorted back into place: in `spare` when it holds them.
     keys: Vec<K>,
     slots: Vec<u8>,
+    /// Memory the caller has touched already and no longer needs (the
+    /// packed keys, once scattered), of any contents: a big bucket's MSD
+    /// pass writes there rather than into fresh pages, each of which costs
+    /// a page fault and its zeroing (`SortScratch`, `sort.rs`).
+    spare: &'s mut [u64],
     work: Work<K>,
 }
 
@@ -67,21 +72,49 @@ struct Work<K> {
     pairs: Vec<(K, u32)>,
 }
 
-impl<K> Default for Scratch<K> {
+impl<K> Default for Scratch<'_, K> {
     fn default() -> Self {
+        Self::with_spare(&mut [])
+    }
+}
+
+impl<'s, K> Scratch<'s, K> {
+    /// Buffers that take a big bucket's MSD pass into `spare` when it holds it.
+    pub(crate) fn with_spare(spare: &'s mut [u64]) -> Self {
         let work = Work {
             slots: Vec::new(),
             words: [Vec::new(), Vec::new()],
             counts: Vec::new(),
             pairs: Vec::new(),
         };
-        Self { keys: Vec::new(), slots: Vec::new(), work }
+        Self { keys: Vec::new(), slots: Vec::new(), spare, work }
     }
+}
+
+/// `n` keys and `bytes` bytes of slots to write an MSD pass into: from
+/// `spare` when it holds both (and is aligned for `K`), else `keys` and
+/// `slots` grown to their sizes. Their contents are anything.
+fn part_buffers<'a, K: Key>(
+    spare: &'a mut [u64],
+    (keys, slots): (&'a mut Vec<K>, &'a mut Vec<u8>),
+    n: usize,
+    bytes: usize,
+) -> (&'a mut [K], &'a mut [u8]) {
+    let key_words = n * (size_of::<K>() / 8);
+    if key_words + bytes.div_ceil(8) <= spare.len() {
+        let (key_words, slot_words) = spare.split_at_mut(key_words);
+        if let Ok(keys) = bytemuck::try_cast_slice_mut::<u64, K>(key_words) {
+            return (keys, &mut bytemuck::cast_slice_mut::<u64, u8>(slot_words)[..bytes]);
+        }
+    }
+    keys.resize(n, K::default());
+    slots.resize(bytes, 0);
+    (&mut keys[..n], &mut slots[..bytes])
 }
 
 /// Sorts `keys` stably by bits `lo..hi`, in place. Equal bits `lo..hi` keep
 /// their order only where the bits below `lo` do (as input positions there do).
-pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<K>) {
+pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut Scratch<'_, K>) {
     let n = keys.len();
     if n < 2 || hi <= lo {
         return;
@@ -99,9 +132,9 @@ pub(crate) fn sort_slice<K: Key>(keys: &mut [K], lo: u32, hi: u32, scratch: &mut
         return;
     }
     // Too big for the cache: split by the top digit, then sort each part.
-    scratch.keys.clear();
-    scratch.keys.extend_from_slice(keys);
-    let (shift, starts) = msd_pass::<K, 0>((&scratch.keys, &[]), (keys, &mut []), 0, (lo, hi));
+    let (copy, _) = part_buffers(scratch.spare, (&mut scratch.keys, &mut scratch.slots), n, 0);
+    copy.copy_from_slice(keys);
+    let (shift, starts) = msd_pass::<K, 0>((copy, &[]), (keys, &mut []), 0, (lo, hi));
     for d in 0..starts.len() - 1 {
         sort_slice(&mut keys[starts[d]..starts[d + 1]], lo, shift, scratch);
     }
@@ -119,12 +152,12 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     slots: &mut [u8],
     width: usize,
     (lo, hi): (u32, u32),
-    scratch: &mut Scratch<K>,
+    scratch: &mut Scratch<'_, K>,
 ) {
     if in_order(keys, lo, hi) {
         return;
     }
-    let Scratch { keys: part_keys, slots: part_slots, work } = scratch;
+    let Scratch { keys: part_keys, slots: part_slots, spare, work } = scratch;
     if let Some(order) = order(keys, lo, hi, work) {
         // The order is in `work` now; the slots (and, when the words left
         // out the bits below `lo`, the keys) need a copy to gather from.
@@ -139,16 +172,8 @@ pub(crate) fn sort_with<K: Key, const W: usize>(
     }
     // Too big for the cache: an MSD pass into the scratch, then each part
     // sorted from there back into place.
-    part_keys.resize(keys.len(), K::default());
-    part_slots.resize(slots.len(), 0);
-    let n = keys.len();
-    split_and_sort::<K, W>(
-        (keys, slots),
-        (&mut part_keys[..n], &mut part_slots[..n * width]),
-        width,
-        (lo, hi),
-        work,
-    );
+    let part = part_buffers(spare, (part_keys, part_slots), keys.len(), slots.len());
+    split_and_sort::<K, W>((keys, slots), part, width, (lo, hi), work);
 }
 
 /// `sort_with` of keys (and slots) that [`order`] cannot take: an MSD pass
@@ -497,6 +522,51 @@ mod tests {
             .zip(got_slots.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
             .collect();
         assert!(got == expected);
+    }
+
+    /// A big bucket's MSD pass goes into the caller's spare memory when it
+    /// holds the keys and slots (the spare is then written, and the sort is
+    /// that of fresh buffers), and into buffers of its own when it does not
+    /// (the spare is left alone); `u128` keys, which need the spare aligned
+    /// for them, sort alike either way.
+    #[test]
+    fn big_buckets_take_their_scratch_from_a_spare_that_holds_it() {
+        let n = 2 * CACHE_KEYS + 77;
+        let mut state = 0xfeed_u64;
+        let keys: Vec<u64> = (0..n).map(|_| rand(&mut state) & ((1 << 40) - 1)).collect();
+        let slots: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
+        let sorted_with = |spare: &mut [u64]| {
+            let (mut keys, mut slots) = (keys.clone(), slots.clone());
+            sort_with::<u64, 4>(&mut keys, &mut slots, 4, (0, 40), &mut Scratch::with_spare(spare));
+            (keys, slots)
+        };
+        let expected = sorted_with(&mut []);
+        let mut sorted_slice = keys.clone();
+        sort_slice(&mut sorted_slice, 0, 40, &mut Scratch::default());
+        // Keys and slots need `n` words and `4n` bytes; `n` words hold the slice's copy alone.
+        let both = n + (4 * n).div_ceil(8);
+        for (words, slots_fit, slice_fits) in
+            [(2 * n, true, true), (both, true, true), (both - 1, false, true), (n - 1, false, false)]
+        {
+            let mut spare = vec![u64::MAX; words];
+            assert_eq!(sorted_with(&mut spare), expected, "spare of {words}");
+            assert_eq!(spare.iter().any(|&w| w != u64::MAX), slots_fit, "spare of {words} written");
+            let mut spare = vec![u64::MAX; words];
+            let mut got = keys.clone();
+            sort_slice(&mut got, 0, 40, &mut Scratch::with_spare(&mut spare));
+            assert_eq!(got, sorted_slice, "slice, spare of {words}");
+            assert_eq!(spare.iter().any(|&w| w != u64::MAX), slice_fits, "slice, spare of {words} written");
+        }
+        // u128 keys: the spare's words are aligned for them or not, and the sort is the same.
+        let wide: Vec<u128> = keys.iter().map(|&k| u128::from(k) << 60 | u128::from(k & 0xfff)).collect();
+        let mut expected: Vec<u128> = wide.clone();
+        expected.sort_unstable();
+        for skip in [0, 1] {
+            let mut spare = vec![0u64; 4 * n + 1];
+            let mut got = wide.clone();
+            sort_slice(&mut got, 0, 100, &mut Scratch::with_spare(&mut spare[skip..]));
+            assert_eq!(got, expected, "u128, spare from word {skip}");
+        }
     }
 
     /// The counts of a widest digit of 11 bits over `n` keys: `heavy` of

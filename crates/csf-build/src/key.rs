@@ -18,13 +18,18 @@ use hurray_format::limits::MAX_RANK;
 
 /// An unsigned integer key: `u64` when the tuple fits in 64 bits (most real
 /// shapes), `u128` otherwise.
-pub(crate) trait Key: Copy + Ord + Send + Sync + Default + core::fmt::Debug + 'static {
+pub(crate) trait Key:
+    bytemuck::Pod + Ord + Send + Sync + Default + core::fmt::Debug + 'static
+{
     /// `self << shift | v` (0 for a shift of the whole width).
     fn shl_or(self, shift: u32, v: u64) -> Self;
     /// `self` with its low `bits` bits (at most 64) replaced by `low`, which
     /// must fit them.
     fn with_low(self, bits: u32, low: u64) -> Self;
-    /// The low 64 bits of `self >> shift`.
+    /// The low 64 bits of `self >> shift`, for `shift` below the key's
+    /// width; a shift of the whole width (a field of no bits) gives
+    /// anything, which the caller's mask of no bits clears. (No check of
+    /// the shift: this is read once or more per key in every pass.)
     fn field(self, shift: u32) -> u64;
     /// `self ^ other`'s highest set bit, or `None` when equal.
     fn highest_diff(self, other: Self) -> Option<u32>;
@@ -48,7 +53,7 @@ macro_rules! key {
             }
             #[inline]
             fn field(self, shift: u32) -> u64 {
-                self.checked_shr(shift).unwrap_or(0) as u64
+                self.wrapping_shr(shift) as u64
             }
             #[inline]
             fn highest_diff(self, other: Self) -> Option<u32> {

@@ -29,6 +29,7 @@
 //! builder counts the tree's nodes there).
 
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -162,20 +163,38 @@ pub(crate) fn sort_keys<K: Key>(keys: &mut [K], lo: u32, hi: u32, parallel: bool
     }
 }
 
+/// Keys made already, for [`sort_keys_into`].
+pub(crate) enum Made<'a, K> {
+    /// Keys the caller reads again after the sort.
+    Kept(&'a [K]),
+    /// Keys the sort may overwrite once it has scattered them: the bucket
+    /// sorts take their scratch there (see `Scratch::with_spare`).
+    Spent(&'a mut [K]),
+}
+
 /// [`sort_into`] of keys made already (every one of which is keyable).
 pub(crate) fn sort_keys_into<K: Key, T: Send>(
     (into, slots_into): (Vec<K>, Option<Vec<u64>>),
     counted: Option<Counted>,
-    keys: &[K],
+    keys: Made<'_, K>,
     payload: Option<Payload<'_>>,
     bits: (u32, u32, u32),
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Sorted<K, T> {
-    match sort_into((into, slots_into), counted, &Slice(keys), payload, bits, parallel, visit) {
-        Ok(sorted) => sorted,
+    let read: &[K] = match &keys {
+        Made::Kept(keys) => keys,
+        Made::Spent(keys) => keys,
+    };
+    let scattered = match scatter_into((into, slots_into), counted, &Slice(read), payload, bits, parallel) {
+        Ok(scattered) => scattered,
         Err(Unkeyable) => unreachable!("a slice's keys never fail to key"),
-    }
+    };
+    let spare: &mut [u64] = match keys {
+        Made::Kept(_) => &mut [],
+        Made::Spent(keys) => bytemuck::cast_slice_mut(keys),
+    };
+    scattered.sort(spare, visit)
 }
 
 /// The top digit of a sort of `entries` keys on bits `lo..hi`: the bits
@@ -245,10 +264,42 @@ pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
     counted: Option<Counted>,
     source: &S,
     payload: Option<Payload<'_>>,
-    (lo, ordered, hi): (u32, u32, u32),
+    bits: (u32, u32, u32),
     parallel: bool,
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Result<Sorted<K, T>, Unkeyable> {
+    let scattered = scatter_into((into, slots_into), counted, source, payload, bits, parallel)?;
+    Ok(scattered.sort(&mut [], visit))
+}
+
+/// Keys and slots scattered into their buckets, each bucket still to sort.
+struct Scattered<K> {
+    keys: Vec<K>,
+    slots: SlotArray,
+    starts: Vec<usize>,
+    plan: Plan,
+}
+
+impl<K: Key> Scattered<K> {
+    /// Pass 3: sorts each bucket on the bits below the top digit (from
+    /// those in order already up), with its scratch in `spare` where it
+    /// fits, and visits it.
+    fn sort<T: Send>(self, spare: &mut [u64], visit: impl Fn(usize, &[K]) -> T + Sync) -> Sorted<K, T> {
+        let Scattered { mut keys, mut slots, starts, plan } = self;
+        let visits = sort_buckets(&mut keys, slots.as_bytes_mut(), &starts, plan, spare, visit);
+        Sorted { keys, slots, starts, visits, top_shift: plan.top_shift }
+    }
+}
+
+/// Passes 1 and 2 of [`sort_into`]: the keys and slots in their buckets.
+fn scatter_into<K: Key, S: KeySource<K>>(
+    (into, slots_into): (Vec<K>, Option<Vec<u64>>),
+    counted: Option<Counted>,
+    source: &S,
+    payload: Option<Payload<'_>>,
+    (lo, ordered, hi): (u32, u32, u32),
+    parallel: bool,
+) -> Result<Scattered<K>, Unkeyable> {
     let hi = hi.max(lo);
     let ordered = ordered.clamp(lo, hi);
     let top = TopDigit::new(source.entries(), lo, hi);
@@ -293,11 +344,8 @@ pub(crate) fn sort_into<K: Key, S: KeySource<K>, T: Send>(
         return Err(Unkeyable);
     }
 
-    // Pass 3: sort each bucket on the bits below the top digit (from those
-    // in order already up), and visit it.
     let plan = Plan { from: ordered, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
-    let visits = sort_buckets(&mut keys, slots.as_bytes_mut(), &starts, plan, visit);
-    Ok(Sorted { keys, slots, starts, visits, top_shift })
+    Ok(Scattered { keys, slots, starts, plan })
 }
 
 /// Splits the keys and slots into each chunk's sub-slice of every bucket:
@@ -345,12 +393,14 @@ struct Plan {
 }
 
 /// Pass 3: sorts each bucket `starts[d]..starts[d + 1]` in cache, and
-/// returns `visit(start, bucket)` of each.
+/// returns `visit(start, bucket)` of each. Each thread has its own share of
+/// `spare` for a big bucket's scratch.
 fn sort_buckets<K: Key, T: Send>(
     keys: &mut [K],
     slots: &mut [u8],
     starts: &[usize],
     plan: Plan,
+    spare: &mut [u64],
     visit: impl Fn(usize, &[K]) -> T + Sync,
 ) -> Vec<T> {
     let Plan { from: lo, top_shift: hi, width, move_slots, parallel } = plan;
@@ -364,7 +414,7 @@ fn sort_buckets<K: Key, T: Send>(
         slot_rest = tail;
         buckets.push((w[0], bucket, bucket_slots));
     }
-    let sort_and_visit = |scratch: &mut Scratch<K>, (start, bucket, bucket_slots): Bucket<'_, K>| {
+    let sort_and_visit = |scratch: &mut Scratch<'_, K>, (start, bucket, bucket_slots): Bucket<'_, K>| {
         match width {
             _ if !move_slots => sort_slice(bucket, lo, hi, scratch),
             1 => sort_with::<K, 1>(bucket, bucket_slots, 1, (lo, hi), scratch),
@@ -376,20 +426,34 @@ fn sort_buckets<K: Key, T: Send>(
         visit(start, bucket)
     };
     if parallel {
-        // The biggest buckets first, each a task of its own: a heavy bucket
-        // (a power law's first coordinates) started last would leave the
-        // other threads idle while one thread sorts it.
+        // The biggest buckets first, taken one at a time from a queue by a
+        // worker per thread: a heavy bucket (a power law's first
+        // coordinates) started last would leave the other threads idle
+        // while one thread sorts it. Each worker keeps its buffers from
+        // bucket to bucket, and its own stretch of `spare`.
         let mut by_size: Vec<(usize, Bucket<'_, K>)> = buckets.into_iter().enumerate().collect();
         by_size.sort_by_key(|(_, (_, keys, _))| std::cmp::Reverse(keys.len()));
-        let mut visits: Vec<(usize, T)> = by_size
-            .into_par_iter()
-            .with_max_len(1)
-            .map_init(Scratch::default, |scratch, (b, bucket)| (b, sort_and_visit(scratch, bucket)))
-            .collect();
+        let queue = Mutex::new(by_size.into_iter());
+        let next = || queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+        let workers = rayon::current_num_threads().clamp(1, starts.len().max(1));
+        let share = spare.len() / workers;
+        let mut shares = Vec::with_capacity(workers);
+        let mut rest = spare;
+        for _ in 0..workers {
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(share);
+            shares.push(mine);
+            rest = tail;
+        }
+        let work = |share: &mut [u64]| {
+            let mut scratch = Scratch::with_spare(share);
+            std::iter::from_fn(next).map(|(b, bucket)| (b, sort_and_visit(&mut scratch, bucket))).collect()
+        };
+        let done: Vec<Vec<(usize, T)>> = shares.into_par_iter().with_max_len(1).map(work).collect();
+        let mut visits: Vec<(usize, T)> = done.into_iter().flatten().collect();
         visits.sort_unstable_by_key(|&(b, _)| b);
         visits.into_iter().map(|(_, visit)| visit).collect()
     } else {
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratch::with_spare(spare);
         buckets.into_iter().map(|b| sort_and_visit(&mut scratch, b)).collect()
     }
 }
@@ -524,9 +588,15 @@ mod tests {
             };
             let sort = |counted| {
                 let into = (Vec::new(), None);
-                sort_keys_into(into, counted, &keys, None, (lo, lo, hi), parallel, |s, b: &[u64]| {
-                    (s, b.len())
-                })
+                sort_keys_into(
+                    into,
+                    counted,
+                    Made::Kept(&keys),
+                    None,
+                    (lo, lo, hi),
+                    parallel,
+                    |s, b: &[u64]| (s, b.len()),
+                )
             };
             let expected = sort(None);
             assert!(expected.keys.windows(2).all(|w| w[0] >> lo <= w[1] >> lo));

@@ -224,6 +224,43 @@ fn the_level_written_over_the_value_slots_survives_duplicates_and_chunks() {
     }
 }
 
+/// Buckets too big for the cache (a third of the entries share their first
+/// two coordinates) take their scratch in the packed keys once they are
+/// scattered: the tensor is the borrowed build's, for keys with room for a
+/// position and wide keys, in one chunk and in parallel; and a duplicate
+/// error (which reads the packed keys after the sort) names the same entries.
+#[test]
+fn big_buckets_sorted_over_the_packed_keys_give_the_same_tensor() {
+    let mut rng = csf_testdata::Rng::new(5);
+    let n = 400_000;
+    for shape in [vec![64, 1_000, 1_000], vec![5_000, 50_000, 500_000]] {
+        let mut columns: Vec<Vec<u64>> = shape
+            .iter()
+            .enumerate()
+            .map(|(d, &e)| (0..n).map(|i| if d < 2 && i % 3 == 0 { 7 } else { rng.below(e) }).collect())
+            .collect();
+        // One entry repeated at the end, for the duplicate error.
+        for column in &mut columns {
+            column.push(column[n / 3]);
+        }
+        let values = f64_values(n + 1);
+        for duplicates in [Duplicates::Sum, Duplicates::Last, Duplicates::Error] {
+            for parallel in [false, true] {
+                let options = Options { duplicates, parallel, ..Options::default() };
+                let coo = OwnedCoo {
+                    shape: shape.clone(),
+                    columns: columns.clone(),
+                    element_type: ElementType::F64,
+                    values: values.clone(),
+                };
+                let want = built_borrowed(&coo, &options);
+                assert_eq!(want.is_err(), duplicates == Duplicates::Error, "{shape:?} {duplicates:?}");
+                assert_same(&build_owned(coo, &options), &want);
+            }
+        }
+    }
+}
+
 #[test]
 fn errors_are_the_same() {
     let shape = vec![4, 4, 4];

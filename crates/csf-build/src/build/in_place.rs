@@ -24,8 +24,8 @@ use hurray_format::limits::MAX_RANK;
 use super::fill::Writer;
 use super::radix::{tally, tree_of, SortedTree};
 use crate::key::{Key, Layout};
-use crate::sort::{chunks, sort_keys_into, Payload, TopDigit};
-use crate::BuildError;
+use crate::sort::{chunks, sort_keys_into, Made, Payload, TopDigit};
+use crate::{BuildError, Duplicates};
 
 /// A radix build of `u64` keys over owned columns: what `build_levels`
 /// chose, before any column is written.
@@ -80,10 +80,17 @@ impl InPlace {
         let slots_into = (payload.width <= 8).then(|| std::mem::take(&mut columns[slots_dim]));
         let bits = (lo, self.ordered, hi);
         let (parallel, visit) = (writer.parallel, tally(layout));
+        // The packed keys are free once scattered (the caller writes upper
+        // levels over them), so the bucket sorts take their scratch there;
+        // but for a duplicate error, which finds its entries among them.
+        let packed = match writer.duplicates {
+            Duplicates::Error => Made::Kept(&keys),
+            _ => Made::Spent(&mut keys),
+        };
         let sorted = sort_keys_into(
             (into, slots_into),
             Some((top, counted)),
-            &keys,
+            packed,
             Some(*payload),
             bits,
             parallel,
