@@ -401,12 +401,19 @@ fn lsd<K: Key>(keys: &mut [K], lo: u32, hi: u32, other: &mut Vec<K>, counts: &mu
     let radix = 1usize << width;
     let mask = radix - 1;
 
-    // All histograms in one read.
+    // All histograms in one read (two passes, the most common, unrolled).
     counts.clear();
     counts.resize(passes as usize * radix, 0);
-    for &k in keys.iter() {
-        for p in 0..passes {
-            counts[p as usize * radix + (k.field(lo + p * width) as usize & mask)] += 1;
+    if let (2, (first, second)) = (passes, counts.split_at_mut(radix)) {
+        for &k in keys.iter() {
+            first[k.field(lo) as usize & mask] += 1;
+            second[k.field(lo + width) as usize & mask] += 1;
+        }
+    } else {
+        for &k in keys.iter() {
+            for p in 0..passes {
+                counts[p as usize * radix + (k.field(lo + p * width) as usize & mask)] += 1;
+            }
         }
     }
     if other.len() < n {
