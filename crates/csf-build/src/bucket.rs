@@ -277,28 +277,45 @@ fn write<K: Key, const W: usize>(
     dst: Dst<'_, K>,
     width: usize,
 ) {
-    let ((from, slots), (keys, out)) = (src, dst);
-    let mut put = |at: usize, key: K, i: usize| {
-        keys[at] = key;
-        copy_slot::<W>(&mut out[at * width..(at + 1) * width], &slots[i * width..(i + 1) * width]);
-    };
+    let ((from, slots), dst) = (src, dst);
+    let width = if W == 0 { width } else { W };
     match order {
-        Order::Pairs => work.pairs.iter().enumerate().for_each(|(at, &(key, i))| put(at, key, i as usize)),
+        Order::Pairs => {
+            put_all::<K, W>(dst, slots, width, work.pairs.iter().map(|&(key, i)| (key, i as usize)))
+        }
         Order::Words { high, lo: 0, index_bits } => {
             let index_mask = (1u64 << index_bits) - 1;
-            for (at, &word) in work.words[0].iter().enumerate() {
-                // `high`'s bits below `hi` are clear: an OR puts the word's
-                // key bits there (`with_low` would clear them again, per key).
-                put(at, high.shl_or(0, word >> index_bits), (word & index_mask) as usize);
-            }
+            // `high`'s bits below `hi` are clear: an OR puts the word's key
+            // bits there (`with_low` would clear them again, per key).
+            let ordered = work.words[0]
+                .iter()
+                .map(|&word| (high.shl_or(0, word >> index_bits), (word & index_mask) as usize));
+            put_all::<K, W>(dst, slots, width, ordered);
         }
         Order::Words { index_bits, .. } => {
             let index_mask = (1u64 << index_bits) - 1;
-            for (at, &word) in work.words[0].iter().enumerate() {
+            let ordered = work.words[0].iter().map(|&word| {
                 let i = (word & index_mask) as usize;
-                put(at, from[i], i);
-            }
+                (from[i], i)
+            });
+            put_all::<K, W>(dst, slots, width, ordered);
         }
+    }
+}
+
+/// Writes each `(key, i)` of `ordered` in turn to `dst`, with the slot
+/// `i` of `slots`: zipped, so that only the read of the slot is
+/// bounds-checked. `width` must be `W` when `W > 0`.
+#[inline(always)]
+fn put_all<K: Key, const W: usize>(
+    (keys, out): Dst<'_, K>,
+    slots: &[u8],
+    width: usize,
+    ordered: impl Iterator<Item = (K, usize)>,
+) {
+    for ((key_out, slot_out), (key, i)) in keys.iter_mut().zip(out.chunks_exact_mut(width)).zip(ordered) {
+        *key_out = key;
+        copy_slot::<W>(slot_out, &slots[i * width..(i + 1) * width]);
     }
 }
 

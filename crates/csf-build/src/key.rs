@@ -21,7 +21,9 @@ use hurray_format::limits::MAX_RANK;
 pub(crate) trait Key:
     bytemuck::Pod + Ord + Send + Sync + Default + core::fmt::Debug + 'static
 {
-    /// `self << shift | v` (0 for a shift of the whole width).
+    /// `self << shift | v`. A shift of the whole width is for a zero `self`
+    /// only (a level of 64 bits in a `u64` key, all others of none): no
+    /// check of the shift, as `pack` runs this per level of every key.
     fn shl_or(self, shift: u32, v: u64) -> Self;
     /// `self` with its low `bits` bits (at most 64) replaced by `low`, which
     /// must fit them.
@@ -45,7 +47,8 @@ macro_rules! key {
         impl Key for $t {
             #[inline]
             fn shl_or(self, shift: u32, v: u64) -> Self {
-                self.checked_shl(shift).unwrap_or(0) | v as $t
+                debug_assert!(shift < <$t>::BITS || self == 0, "{self:#x} << {shift}");
+                self.wrapping_shl(shift) | v as $t
             }
             #[inline]
             fn with_low(self, bits: u32, low: u64) -> Self {
