@@ -1212,3 +1212,29 @@ fn cpd_refuses_bad_arguments_with_one_line() {
     assert_eq!(stderr(&failed).lines().count(), 1, "{}", stderr(&failed));
     assert_eq!(std::fs::read(&blocker).unwrap(), b"x");
 }
+
+/// `--threads 1` takes the sequential build and more threads the parallel
+/// one (chunks merged after): the files are byte for byte the same.
+#[test]
+fn one_thread_and_two_write_the_same_file() {
+    let dir = tmp();
+    let input = dir.path().join("skewed.tns");
+    let mut text = String::new();
+    let mut state = 0x9e37_79b9_u64;
+    for _ in 0..200_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        // A skewed first coordinate and repeated entries, as a power law has.
+        let (i, j, k) =
+            (1 + (state % 97) * (state % 97) / 97, 1 + (state >> 20) % 3000, 1 + (state >> 40) % 50);
+        text.push_str(&format!("{i} {j} {k} {}\n", state % 1000));
+    }
+    std::fs::write(&input, text).expect("write the input");
+    let out = |threads: &str| {
+        let path = dir.path().join(format!("t{threads}.hurray"));
+        ok(["--threads", threads, "convert", s(&input), "-o", s(&path), "--duplicates", "sum", "-q"]);
+        std::fs::read(path).expect("read the output")
+    };
+    assert_eq!(out("1"), out("2"));
+}

@@ -56,7 +56,10 @@ pub fn options(args: &ConvertArgs) -> Options {
             DuplicatesArg::First => Duplicates::First,
         },
         drop_zeros: args.drop_zeros,
-        parallel: true,
+        // One thread (`--threads 1`, or a one-core machine) takes the
+        // sequential build: its output is the same, without the chunks'
+        // merging (about 5 ms of a 10M-entry build).
+        parallel: rayon::current_num_threads() > 1,
         quantize: args.quantize,
     }
 }
