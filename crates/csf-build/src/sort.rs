@@ -433,9 +433,9 @@ fn sort_buckets<K: Key, T: Send>(
         // bucket to bucket, and its own stretch of `spare`.
         let mut by_size: Vec<(usize, Bucket<'_, K>)> = buckets.into_iter().enumerate().collect();
         by_size.sort_by_key(|(_, (_, keys, _))| std::cmp::Reverse(keys.len()));
+        let workers = rayon::current_num_threads().clamp(1, by_size.len().max(1));
         let queue = Mutex::new(by_size.into_iter());
         let next = || queue.lock().unwrap_or_else(PoisonError::into_inner).next();
-        let workers = rayon::current_num_threads().clamp(1, starts.len().max(1));
         let share = spare.len() / workers;
         let mut shares = Vec::with_capacity(workers);
         let mut rest = spare;
