@@ -33,8 +33,9 @@ pub(crate) trait Key:
     /// anything, which the caller's mask of no bits clears. (No check of
     /// the shift: this is read once or more per key in every pass.)
     fn field(self, shift: u32) -> u64;
-    /// `self ^ other`'s highest set bit, or `None` when equal.
-    fn highest_diff(self, other: Self) -> Option<u32>;
+    /// One more than `self ^ other`'s highest set bit, 0 when equal: at
+    /// most the key's width, without a branch.
+    fn diff_bits(self, other: Self) -> u32;
     /// `v` as a key.
     fn from_u64(v: u64) -> Self;
     /// Keys that each hold a `u64` (see `from_u64`) as a `Vec<u64>`: the
@@ -59,9 +60,8 @@ macro_rules! key {
                 self.wrapping_shr(shift) as u64
             }
             #[inline]
-            fn highest_diff(self, other: Self) -> Option<u32> {
-                let x = self ^ other;
-                (x != 0).then(|| <$t>::BITS - 1 - x.leading_zeros())
+            fn diff_bits(self, other: Self) -> u32 {
+                <$t>::BITS - (self ^ other).leading_zeros()
             }
             #[inline]
             fn from_u64(v: u64) -> Self {
@@ -100,7 +100,13 @@ pub(crate) struct Layout {
     pub(crate) extents: [u64; MAX_RANK],
     /// For a differing bit position `b` (from `position_bits`), the level it belongs to.
     pub(crate) level_of_bit: [u8; 128],
+    /// For two keys' `diff_bits`, the level where their paths part, or
+    /// [`SAME_PATH`] (equal, or differing in the position bits alone).
+    split_of_diff: [u8; 129],
 }
+
+/// `Layout::split_of_diff` of two keys of the same tuple.
+const SAME_PATH: u8 = u8::MAX;
 
 impl Layout {
     /// The layout for extents `extents[L]` (in storage order) and `entries` input entries.
@@ -120,6 +126,7 @@ impl Layout {
             bits: [0; MAX_RANK],
             extents: [0; MAX_RANK],
             level_of_bit: [0; 128],
+            split_of_diff: [SAME_PATH; 129],
         };
         let mut shift = position_bits;
         for level in (0..rank).rev() {
@@ -130,6 +137,7 @@ impl Layout {
             layout.mask[level] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             for b in shift..(shift + bits).min(128) {
                 layout.level_of_bit[b as usize] = level as u8;
+                layout.split_of_diff[b as usize + 1] = level as u8;
             }
             shift += bits;
         }
@@ -197,11 +205,10 @@ impl Layout {
     /// tuples are equal (a duplicate: only the position bits differ).
     #[inline]
     pub(crate) fn split_level<K: Key>(&self, a: K, b: K) -> Option<usize> {
-        let high = a.highest_diff(b)?;
-        if high < self.position_bits {
-            return None;
-        }
-        Some(self.level_of_bit[high as usize] as usize)
+        // One table read a pair, no branch but the caller's (this runs for
+        // every key in the tally and again in the tree writing).
+        let split = self.split_of_diff[a.diff_bits(b) as usize];
+        (split != SAME_PATH).then_some(usize::from(split))
     }
 }
 
@@ -225,5 +232,48 @@ mod tests {
         assert_eq!(layout(&[1 << 40; 3], 10_000_000), (120, 0));
         // Beyond 128 bits: the comparison sort (total_bits > 128).
         assert_eq!(Layout::new(&[u64::MAX; 3], 4).total_bits(), 192);
+    }
+
+    /// Two keys part at the first level where their tuples differ, and not
+    /// at all when the tuples are equal (positions aside): with and without
+    /// position bits, levels of no bits, a level of all 64 bits of a `u64`
+    /// key, and `u128` keys.
+    #[test]
+    fn keys_split_at_the_first_level_where_their_tuples_differ() {
+        fn check<K: Key>(extents: &[u64], entries: usize) {
+            let layout = Layout::new(extents, entries);
+            let mut state = 0x2545_f491_u64;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let position_mask = (1u64 << layout.position_bits) - 1;
+            for _ in 0..2000 {
+                // Tuples that often share a prefix, and positions of their own.
+                let a: Vec<u64> = extents.iter().map(|&e| next() % e.min(3)).collect();
+                let b: Vec<u64> = a
+                    .iter()
+                    .zip(extents)
+                    .map(|(&c, &e)| if next() % 3 == 0 { next() % e } else { c })
+                    .collect();
+                let key = |tuple: &[u64], position: u64| {
+                    let (key, ok) = layout.pack::<K, 0>(tuple.len(), |l| tuple[l]);
+                    assert!(ok);
+                    key.with_low(layout.position_bits, position & position_mask)
+                };
+                let expected = (0..extents.len()).find(|&l| a[l] != b[l]);
+                let (ka, kb) = (key(&a, next()), key(&b, next()));
+                assert_eq!(layout.split_level(ka, kb), expected, "{extents:?} {a:?} {b:?}");
+                assert_eq!(layout.split_level(kb, ka), expected);
+            }
+        }
+        check::<u64>(&[2000, 2000, 2000], 10_000_000);
+        check::<u64>(&[5000, 50_000, 500_000], 10_000_000);
+        check::<u64>(&[1, 7, 1, 3], 1000);
+        check::<u64>(&[1, u64::MAX, 1], 5);
+        check::<u128>(&[1 << 40; 3], 200);
+        check::<u128>(&[1 << 63, 1 << 63, 5], 1);
     }
 }
