@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import List
@@ -73,10 +74,15 @@ def test_pools_are_reused_not_started_per_call() -> None:
     for _ in range(10):
         hc.from_coo(coords, np.ones(len(coords)), (50, 50, 50), duplicates="sum", threads=3)
     assert len(_pool_threads()) == before
-    # At most four pools stay alive, however many counts are asked for.
+    # At most four pools stay alive, however many counts are asked for. A
+    # dropped pool's threads end on their own once told to, which a loaded
+    # machine may put off for a while: waited for, up to ten seconds.
     for n in range(4, 12):
         hc.from_coo(coords, np.ones(len(coords)), (50, 50, 50), duplicates="sum", threads=n)
-    assert sorted(_pool_threads()).count("hurray-csf-0") <= 4
+    deadline = time.monotonic() + 10
+    while sorted(_pool_threads()).count("hurray-csf-0") > 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(_pool_threads()).count("hurray-csf-0") <= 4, _pool_threads()
 
 
 # -- 3. silent overflow ------------------------------------------------------------
