@@ -33,9 +33,8 @@ pub(crate) trait Key:
     /// anything, which the caller's mask of no bits clears. (No check of
     /// the shift: this is read once or more per key in every pass.)
     fn field(self, shift: u32) -> u64;
-    /// One more than `self ^ other`'s highest set bit, 0 when equal: at
-    /// most the key's width, without a branch.
-    fn diff_bits(self, other: Self) -> u32;
+    /// `self ^ other`'s highest set bit, or `None` when equal.
+    fn highest_diff(self, other: Self) -> Option<u32>;
     /// `v` as a key.
     fn from_u64(v: u64) -> Self;
     /// Keys that each hold a `u64` (see `from_u64`) as a `Vec<u64>`: the
@@ -60,8 +59,9 @@ macro_rules! key {
                 self.wrapping_shr(shift) as u64
             }
             #[inline]
-            fn diff_bits(self, other: Self) -> u32 {
-                <$t>::BITS - (self ^ other).leading_zeros()
+            fn highest_diff(self, other: Self) -> Option<u32> {
+                let x = self ^ other;
+                (x != 0).then(|| <$t>::BITS - 1 - x.leading_zeros())
             }
             #[inline]
             fn from_u64(v: u64) -> Self {
@@ -100,13 +100,7 @@ pub(crate) struct Layout {
     pub(crate) extents: [u64; MAX_RANK],
     /// For a differing bit position `b` (from `position_bits`), the level it belongs to.
     pub(crate) level_of_bit: [u8; 128],
-    /// For two keys' `diff_bits`, the level where their paths part, or
-    /// [`SAME_PATH`] (equal, or differing in the position bits alone).
-    split_of_diff: [u8; 129],
 }
-
-/// `Layout::split_of_diff` of two keys of the same tuple.
-const SAME_PATH: u8 = u8::MAX;
 
 impl Layout {
     /// The layout for extents `extents[L]` (in storage order) and `entries` input entries.
@@ -126,7 +120,6 @@ impl Layout {
             bits: [0; MAX_RANK],
             extents: [0; MAX_RANK],
             level_of_bit: [0; 128],
-            split_of_diff: [SAME_PATH; 129],
         };
         let mut shift = position_bits;
         for level in (0..rank).rev() {
@@ -137,7 +130,6 @@ impl Layout {
             layout.mask[level] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             for b in shift..(shift + bits).min(128) {
                 layout.level_of_bit[b as usize] = level as u8;
-                layout.split_of_diff[b as usize + 1] = level as u8;
             }
             shift += bits;
         }
@@ -205,10 +197,11 @@ impl Layout {
     /// tuples are equal (a duplicate: only the position bits differ).
     #[inline]
     pub(crate) fn split_level<K: Key>(&self, a: K, b: K) -> Option<usize> {
-        // One table read a pair, no branch but the caller's (this runs for
-        // every key in the tally and again in the tree writing).
-        let split = self.split_of_diff[a.diff_bits(b) as usize];
-        (split != SAME_PATH).then_some(usize::from(split))
+        let high = a.highest_diff(b)?;
+        if high < self.position_bits {
+            return None;
+        }
+        Some(self.level_of_bit[high as usize] as usize)
     }
 }
 
