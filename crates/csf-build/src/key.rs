@@ -235,13 +235,8 @@ mod tests {
     fn keys_split_at_the_first_level_where_their_tuples_differ() {
         fn check<K: Key>(extents: &[u64], entries: usize) {
             let layout = Layout::new(extents, entries);
-            let mut state = 0x2545_f491_u64;
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut rng = csf_testdata::Rng::new(0x2545_f491);
+            let mut next = move || rng.next_u64();
             let position_mask = (1u64 << layout.position_bits) - 1;
             for _ in 0..2000 {
                 // Tuples that often share a prefix, and positions of their own.
