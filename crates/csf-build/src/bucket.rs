@@ -56,7 +56,7 @@ pub(crate) struct Scratch<'s, K> {
     /// Memory the caller has touched already and no longer needs (the
     /// packed keys, once scattered), of any contents: a big bucket's MSD
     /// pass writes there rather than into fresh pages, each of which costs
-    /// a page fault and its zeroing (`SortScratch`, `sort.rs`).
+    /// a page fault and its zeroing (`Made::Spent`, `sort.rs`).
     spare: &'s mut [u64],
     work: Work<K>,
 }
