@@ -48,9 +48,10 @@
 //! 1 MiB, a bucket bitmap (or a fibers' bitmap) of at most 1 MiB and 2
 //! bytes per entry, and a fibers' table of at most `2^16` group starts and
 //! two per key of an average bucket; and
-//! either the last pass's keys (8 bytes per entry, when all dimensions pack
-//! into 64 bits: the next pass scatters them, and splits big buckets and
-//! buckets' cells into them) or, for a bucket too big for one table or
+//! from the second pass on, the last pass's keys (8 bytes per entry, when
+//! all dimensions pack into 64 bits: the next pass scatters them, and
+//! splits big buckets and buckets' cells into them; the first pass
+//! scatters from the input) or, for a bucket too big for one table or
 //! bitmap, a copy of its keys or cells. That is
 //! at most two key arrays, what the sort per set that `Auto` ran before held.
 
@@ -200,6 +201,11 @@ impl<'a> Counter<'a> {
             return Some(u64::from(self.source.len > 0));
         }
         self.known.get(set)
+    }
+
+    /// Records counts found before the search (`checked_singles`).
+    pub(crate) fn counted(&mut self, counts: &[(Dims, u64)]) {
+        self.known.extend(counts.iter().copied());
     }
 
     /// Records `D(set)` found without counting (its bounds met).
@@ -563,6 +569,57 @@ impl TinyMasks {
         // At most 64 dimensions (`Dims`), so the count fits a `u8`.
         self.slot[d] = self.masks.len() as u8;
     }
+}
+
+/// Checks that every coordinate of a columnar input is inside the shape,
+/// and counts `D({d})` of each dimension `d` whose bitmap stays in L2 and
+/// that no dense pair holds, by bitmaps set from each block of the column
+/// just checked: `Auto` reads every column before it counts, and the
+/// singles' scans would read those columns again (memory bandwidth, not
+/// the bits, is what both cost).
+/// `None` when the input is row-major (its rows are checked as they are)
+/// or a coordinate is outside (the caller then finds the first one).
+pub(crate) fn checked_singles(source: &Source<'_>, parallel: bool) -> Option<Vec<(Dims, u64)>> {
+    let Indices::Columnar(cols) = source.indices else { return None };
+    let len = source.len;
+    // As `Counter::is_dense` allows, within one scan's bits, and not for a
+    // tiny input (counted by masks).
+    let budget = BITS_PER_ENTRY.saturating_mul(len as u64).clamp(MIN_BITS, SCAN_BITS);
+    let shape = source.shape;
+    // A single within a pair of few cells (whose bitmap one scan fills) is
+    // projected from the pair's bitmap for next to nothing
+    // (`Counter::derivations`): not counted here.
+    let in_dense_pair = |d: usize| {
+        (0..shape.len()).any(|e| e != d && shape[d].checked_mul(shape[e]).is_some_and(|c| c <= budget))
+    };
+    let column = |(d, (col, &extent)): (usize, (&&[u64], &u64))| -> Option<Option<(Dims, u64)>> {
+        let col = col.get(..len)?;
+        let counted = len > TINY && extent <= budget && !in_dense_pair(d);
+        let mut words = vec![0u64; if counted { extent.div_ceil(64) as usize } else { 0 }];
+        for block in col.chunks(SCAN_BLOCK) {
+            // Checked first, without a branch per coordinate: every bit set
+            // below is inside the bitmap.
+            if block.iter().any(|&c| c >= extent) {
+                return None;
+            }
+            if counted {
+                for &c in block {
+                    if let Some(word) = words.get_mut((c >> 6) as usize) {
+                        *word |= 1 << (c & 63);
+                    }
+                }
+            }
+        }
+        let distinct = words.iter().map(|w| u64::from(w.count_ones())).sum();
+        Some(counted.then_some((1 << d, distinct)))
+    };
+    let columns = cols.iter().zip(source.shape).enumerate();
+    let checked: Option<Vec<Option<(Dims, u64)>>> = if parallel && len >= MIN_CHUNK {
+        columns.collect::<Vec<_>>().into_par_iter().map(column).collect()
+    } else {
+        columns.map(column).collect()
+    };
+    Some(checked?.into_iter().flatten().collect())
 }
 
 /// Calls `f(entry, coords)` for every entry of `range`, where `coords[i]` is

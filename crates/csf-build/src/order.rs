@@ -99,13 +99,15 @@ const SEARCH_WORK: usize = 12;
 
 /// Chooses the order that stores the fewest `pos`/`crd` bytes (see the
 /// module documentation for the guarantee), and says whether the input is
-/// in identity order (its first scan tells).
-pub(crate) fn choose(source: &Source<'_>, parallel: bool) -> (AutoChoice, bool) {
+/// in identity order (its first scan tells). `counted`: counts found
+/// before (the singles that `distinct::checked_singles` counted).
+pub(crate) fn choose(source: &Source<'_>, parallel: bool, counted: &[(Dims, u64)]) -> (AutoChoice, bool) {
     let rank = source.shape.len();
     let identity: Vec<u32> = (0..rank as u32).collect();
     let mut shortest_first = identity.clone();
     shortest_first.sort_by_key(|&d| source.shape[d as usize]); // stable: ties keep identity order
     let mut counter = Counter::new(source, parallel);
+    counter.counted(counted);
     // Input in identity order (as files often are) gives the identity's sets in one scan.
     let in_identity_order = counter.count_sorted_prefixes();
     // `compared` reports their exact sizes: their prefix sets are always counted.

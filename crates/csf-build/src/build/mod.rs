@@ -21,6 +21,7 @@ pub use reorder::{reorder, ReorderOptions};
 
 use csf_core::{OwnedCsf, OwnedLevel};
 
+use crate::distinct;
 use crate::key::Layout;
 use crate::order::{choose, AutoChoice};
 use crate::presorted;
@@ -383,8 +384,16 @@ fn mode_order_of(source: &Source<'_>, options: &Options) -> Result<Chosen, Build
             given(order.clone())
         }
         ModeOrderPolicy::Auto => {
-            check_bounds(source)?;
-            let (choice, in_identity_order) = choose(source, options.parallel);
+            // Columnar input has its bounds checked as the singles are
+            // counted (one read of each column, which `Auto` needs anyway).
+            let singles = match distinct::checked_singles(source, options.parallel) {
+                Some(singles) => singles,
+                None => {
+                    check_bounds(source)?;
+                    Vec::new()
+                }
+            };
+            let (choice, in_identity_order) = choose(source, options.parallel, &singles);
             Chosen { mode_order: choice.mode_order.clone(), auto: Some(choice), in_identity_order }
         }
     })
@@ -510,7 +519,8 @@ fn check_bounds(source: &Source<'_>) -> Result<(), BuildError> {
     // Nearly every input is inside its shape: blocks of rows (or whole
     // columns) are checked without a branch per coordinate, and the entries
     // are searched one by one only from the first block that fails. `Auto`
-    // runs this scan on its own before it counts.
+    // runs this scan before it counts on row-major input, and on columnar
+    // input once `distinct::checked_singles` has found a coordinate outside.
     const ROWS: usize = 256;
     let outside = |row: &[u64]| row.iter().zip(shape).fold(false, |out, (&c, &e)| out | (c >= e));
     let from = match source.indices {

@@ -225,7 +225,7 @@ fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
             let input = in_storage_order(&coo, &identity, strays, seed + 1);
             let coo_in = Coo::new(&input.shape, Indices::RowMajor(&input.indices), &input.values);
             let source = Source { shape: &input.shape, indices: coo_in.indices, len: input.len() };
-            assert_eq!(choose(&source, false).1, strays == 0, "seed {seed} strays {strays}");
+            assert_eq!(choose(&source, false, &[]).1, strays == 0, "seed {seed} strays {strays}");
             let options =
                 Options { mode_order: ModeOrderPolicy::Auto, ..options(&[], Duplicates::Sum, true) };
             let fast = build_with(&coo_in, &options, true).map(|b| (b.tensor, b.auto));

@@ -454,3 +454,51 @@ proptest::proptest! {
         }
     }
 }
+
+/// `checked_singles` counts exactly the singles it takes on (those of an
+/// L2 bitmap outside every pair of few cells), finds a coordinate outside
+/// the shape wherever it lies, and leaves row-major input to `check_bounds`.
+#[test]
+fn the_bounds_check_counts_the_singles_it_reads() {
+    let n = 100_000;
+    let mut state = 77u64;
+    for (shape, want_counted) in
+        [(&[200_000u64, 300_000, 50, 1 << 24][..], 0b0111u64), (&[3, 1000, 50_000][..], 0)]
+    {
+        let rank = shape.len();
+        let indices: Vec<u64> =
+            (0..n * rank).map(|i| rand(&mut state) % (shape[i % rank] / 2).max(1)).collect();
+        let mut columns: Vec<Vec<u64>> =
+            (0..rank).map(|d| indices.iter().skip(d).step_by(rank).copied().collect()).collect();
+        for parallel in [false, true] {
+            let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+            let source = Source { shape, indices: Indices::Columnar(&refs), len: n };
+            let singles = checked_singles(&source, parallel).expect("inside the shape");
+            let counted = singles.iter().fold(0, |m, &(set, _)| m | set);
+            assert_eq!(counted, want_counted, "{shape:?}");
+            for (set, distinct) in singles {
+                assert_eq!(distinct, brute(&indices, rank, set), "{shape:?} set {set:b}");
+            }
+            let rows = Source { shape, indices: Indices::RowMajor(&indices), len: n };
+            assert!(checked_singles(&rows, parallel).is_none());
+        }
+        // One coordinate at its extent, in the first entry, inside a block
+        // and in the last entry, of each dimension.
+        for d in 0..rank {
+            for entry in [0, SCAN_BLOCK + 5, n - 1] {
+                let kept = std::mem::replace(&mut columns[d][entry], shape[d]);
+                let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+                let source = Source { shape, indices: Indices::Columnar(&refs), len: n };
+                assert!(checked_singles(&source, false).is_none(), "dim {d} entry {entry}");
+                assert!(checked_singles(&source, true).is_none(), "dim {d} entry {entry}");
+                columns[d][entry] = kept;
+            }
+        }
+    }
+    // A tiny input is checked, and its singles left to the masks.
+    let columns: [&[u64]; 3] = [&[0, 1], &[2, 2], &[0, 4]];
+    let source = Source { shape: &[2, 3, 5], indices: Indices::Columnar(&columns), len: 2 };
+    assert_eq!(checked_singles(&source, false), Some(Vec::new()));
+    let source = Source { shape: &[2, 3, 4], indices: Indices::Columnar(&columns), len: 2 };
+    assert_eq!(checked_singles(&source, false), None);
+}

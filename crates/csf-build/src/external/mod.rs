@@ -301,7 +301,7 @@ impl ExternalBuilder {
             .collect();
         let shape = self.shape.clone().unwrap_or_else(|| self.seen.clone());
         let source = Source { shape: &shape, indices: Indices::RowMajor(&coords), len: coords.len() / rank };
-        choose(&source, self.options.parallel).0.mode_order
+        choose(&source, self.options.parallel, &[]).0.mode_order
     }
 
     /// Records a partition may hold to be built in memory within the budget.
