@@ -244,3 +244,59 @@ fn auto_is_the_brute_force_optimum_at_ranks_6_to_8_on_tiny_inputs() {
         );
     }
 }
+
+/// A coordinate outside the shape fails an `Auto` build with the error an
+/// identity build gives (the first such coordinate in entry order, then
+/// dimension order), whether `Auto`'s first read of the input (which checks
+/// the bounds as it counts the singles) meets it in a column or in a row,
+/// early or late, on one thread or more, borrowed or owned; and an input
+/// inside its shape builds.
+#[test]
+fn auto_names_the_first_coordinate_outside_as_identity_does() {
+    let shape = [7u64, 5_000, 300];
+    let mut rng = Rng::new(31);
+    for n in [10, 50_000] {
+        let fresh: Vec<Vec<u64>> = shape.iter().map(|&e| (0..n).map(|_| rng.below(e)).collect()).collect();
+        // (dim, entry, coordinate) faults: none; one early, one in the
+        // middle and one at the end; a later dimension failing first.
+        let faults: [&[(usize, usize, u64)]; 5] = [
+            &[],
+            &[(0, 0, 7)],
+            &[(2, n / 2 + 3, u64::MAX)],
+            &[(1, n - 1, 5_000)],
+            &[(0, n - 2, 9), (2, n / 3, 300)],
+        ];
+        for fault in faults {
+            let mut columns = fresh.clone();
+            for &(dim, entry, coord) in fault {
+                columns[dim][entry] = coord;
+            }
+            let rows: Vec<u64> = (0..n).flat_map(|e| columns.iter().map(move |c| c[e])).collect();
+            let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+            let values: Vec<f64> = (0..n).map(|i| i as f64 + 1.0).collect();
+            for parallel in [false, true] {
+                let options = |mode_order| Options {
+                    mode_order,
+                    parallel,
+                    duplicates: Duplicates::Last,
+                    ..Options::default()
+                };
+                let (auto, identity) = (options(ModeOrderPolicy::Auto), options(ModeOrderPolicy::Identity));
+                for indices in [Indices::Columnar(&refs), Indices::RowMajor(&rows)] {
+                    let coo = Coo::new(&shape, indices, &values);
+                    let want = build(&coo, &identity).err();
+                    assert_eq!(want.is_none(), fault.is_empty(), "{fault:?}");
+                    assert_eq!(build(&coo, &auto).err(), want, "n {n} {fault:?} parallel {parallel}");
+                }
+                let owned = csf_build::OwnedCoo {
+                    shape: shape.to_vec(),
+                    columns: columns.clone(),
+                    element_type: hurray_format::ElementType::F64,
+                    values: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                };
+                let want = build(&Coo::new(&shape, Indices::Columnar(&refs), &values), &identity).err();
+                assert_eq!(csf_build::build_owned(owned, &auto).err(), want, "owned n {n} {fault:?}");
+            }
+        }
+    }
+}

@@ -384,8 +384,9 @@ fn mode_order_of(source: &Source<'_>, options: &Options) -> Result<Chosen, Build
             given(order.clone())
         }
         ModeOrderPolicy::Auto => {
-            // Columnar input has its bounds checked as the singles are
-            // counted (one read of each column, which `Auto` needs anyway).
+            // The bounds are checked as the singles are counted (one read
+            // of the input, which `Auto` needs anyway); `check_bounds` finds
+            // the first coordinate outside.
             let singles = match distinct::checked_singles(source, options.parallel) {
                 Some(singles) => singles,
                 None => {
@@ -519,8 +520,8 @@ fn check_bounds(source: &Source<'_>) -> Result<(), BuildError> {
     // Nearly every input is inside its shape: blocks of rows (or whole
     // columns) are checked without a branch per coordinate, and the entries
     // are searched one by one only from the first block that fails. `Auto`
-    // runs this scan before it counts on row-major input, and on columnar
-    // input once `distinct::checked_singles` has found a coordinate outside.
+    // runs this scan once `distinct::checked_singles` has found a
+    // coordinate outside.
     const ROWS: usize = 256;
     let outside = |row: &[u64]| row.iter().zip(shape).fold(false, |out, (&c, &e)| out | (c >= e));
     let from = match source.indices {

@@ -424,7 +424,7 @@ proptest::proptest! {
     }
 }
 
-/// `check_bounds` (which `Auto` runs before it reads the coordinates)
+/// `check_bounds` (which `Auto` runs when its first read finds a coordinate outside)
 /// names the first coordinate outside the shape in entry order, then
 /// dimension order, for row-major and columnar input alike: in a block of
 /// rows other than the first, with a later dimension's column failing at an
