@@ -3,6 +3,10 @@
 //! order is `D` of the set of its first `L + 1` dimensions.
 //!
 //! Exact methods, chosen per set by what it costs:
+//! - **the bounds check**: `Auto` checks every coordinate against the shape
+//!   before it counts, and counts the singles `{d}` whose bitmaps stay in
+//!   L2 as it reads them (`checked_singles`), but those within a pair of
+//!   few cells, which a projection counts for less.
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
 //!   costs a fraction of a sort, and scans of different sets run in
