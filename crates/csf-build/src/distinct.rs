@@ -577,7 +577,9 @@ impl TinyMasks {
 
 /// Checks that every coordinate is inside the shape, and counts `D({d})`
 /// of each dimension `d` whose bitmap stays in L2 and that no pair of few
-/// cells holds, by bitmaps set from each block of coordinates just checked:
+/// cells holds (in dimension order, while their bitmaps together stay
+/// within 16 bytes per entry), by bitmaps set from each block of
+/// coordinates just checked:
 /// `Auto` reads every coordinate before it counts, and the singles' scans
 /// would read them again (memory bandwidth, not the bits, is what both
 /// cost). `None` when a coordinate is outside: the caller then finds the
@@ -593,7 +595,17 @@ pub(crate) fn checked_singles(source: &Source<'_>, parallel: bool) -> Option<Vec
     let in_dense_pair = |d: usize| {
         (0..shape.len()).any(|e| e != d && shape[d].checked_mul(shape[e]).is_some_and(|c| c <= budget))
     };
-    let counted = |d: usize| len > TINY && shape[d] <= budget && !in_dense_pair(d);
+    // Each bitmap within one scan's bits, and all of them together within
+    // the bits allowed per entry (the budget of the bitmaps in flight).
+    let mut room = BITS_PER_ENTRY.saturating_mul(len as u64).max(MIN_BITS);
+    let counts: Vec<bool> = (0..shape.len())
+        .map(|d| {
+            let takes = len > TINY && shape[d] <= budget.min(room) && !in_dense_pair(d);
+            room -= if takes { shape[d] } else { 0 };
+            takes
+        })
+        .collect();
+    let counted = |d: usize| counts.get(d).copied().unwrap_or(false);
     let bitmap = |d: usize| vec![0u64; if counted(d) { shape[d].div_ceil(64) as usize } else { 0 }];
     // (Only coordinates checked against the extent reach it: every bit is inside.)
     let set = |words: &mut [u64], c: u64| {

@@ -505,6 +505,16 @@ fn the_bounds_check_counts_the_singles_it_reads() {
             }
         }
     }
+    // The singles' bitmaps together stay within 16 bytes an entry: of five
+    // dimensions of 2^20 cells over 40,000 entries (5 * 2^20 bits against
+    // 128 * 40,000), the first four are counted.
+    let (n, shape) = (40_000usize, [1u64 << 20; 5]);
+    let mut state = 5u64;
+    let indices: Vec<u64> = (0..n * 5).map(|_| rand(&mut state) % (1 << 20)).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let singles = checked_singles(&source, false).expect("inside the shape");
+    assert_eq!(singles.iter().map(|&(set, _)| set).collect::<Vec<_>>(), [1, 2, 4, 8]);
+    assert!(singles.iter().all(|&(set, distinct)| distinct == brute(&indices, 5, set)));
     // A tiny input is checked, and its singles left to the masks.
     let columns: [&[u64]; 3] = [&[0, 1], &[2, 2], &[0, 4]];
     let source = Source { shape: &[2, 3, 5], indices: Indices::Columnar(&columns), len: 2 };
