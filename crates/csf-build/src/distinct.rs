@@ -4,9 +4,10 @@
 //!
 //! Exact methods, chosen per set by what it costs:
 //! - **the bounds check**: `Auto` checks every coordinate against the shape
-//!   before it counts, and counts the singles `{d}` whose bitmaps stay in
-//!   L2 as it reads them (`checked_singles`), but those within a pair of
-//!   few cells, which a projection counts for less.
+//!   before it counts (the crate's one bounds check, `checked_singles`),
+//!   and counts the singles `{d}` whose bitmaps stay in L2 as it reads
+//!   them, but those within a pair of few cells, which a projection counts
+//!   for less.
 //! - **bitmap**, when the set's cells (the product of its extents) are few:
 //!   one scan of the entries setting a bit per cell, then a popcount. A scan
 //!   costs a fraction of a sort, and scans of different sets run in
@@ -575,16 +576,21 @@ impl TinyMasks {
     }
 }
 
-/// Checks that every coordinate is inside the shape, and counts `D({d})`
-/// of each dimension `d` whose bitmap stays in L2 and that no pair of few
+/// The crate's bounds check: whether every coordinate is inside the shape,
+/// reading each block of coordinates once. With `count` (`Auto`, which
+/// reads every coordinate before it counts), it also counts `D({d})` of
+/// each dimension `d` whose bitmap stays in L2 and that no pair of few
 /// cells holds (in dimension order, while their bitmaps together stay
-/// within 16 bytes per entry), by bitmaps set from each block of
-/// coordinates just checked:
-/// `Auto` reads every coordinate before it counts, and the singles' scans
-/// would read them again (memory bandwidth, not the bits, is what both
-/// cost). `None` when a coordinate is outside: the caller then finds the
-/// first one.
-pub(crate) fn checked_singles(source: &Source<'_>, parallel: bool) -> Option<Vec<(Dims, u64)>> {
+/// within 16 bytes per entry), by bitmaps set from each block just
+/// checked: the singles' scans would read the input again (memory
+/// bandwidth, not the bits, is what both cost). `Err(entry)` when a
+/// coordinate is outside: no entry before `entry` has one, and
+/// `check_bounds` searches from there for the first.
+pub(crate) fn checked_singles(
+    source: &Source<'_>,
+    parallel: bool,
+    count: bool,
+) -> Result<Vec<(Dims, u64)>, usize> {
     let (len, shape) = (source.len, source.shape);
     // As `Counter::is_dense` allows, within one scan's bits, and not for a
     // tiny input (counted by masks).
@@ -600,7 +606,7 @@ pub(crate) fn checked_singles(source: &Source<'_>, parallel: bool) -> Option<Vec
     let mut room = BITS_PER_ENTRY.saturating_mul(len as u64).max(MIN_BITS);
     let counts: Vec<bool> = (0..shape.len())
         .map(|d| {
-            let takes = len > TINY && shape[d] <= budget.min(room) && !in_dense_pair(d);
+            let takes = count && len > TINY && shape[d] <= budget.min(room) && !in_dense_pair(d);
             room -= if takes { shape[d] } else { 0 };
             takes
         })
@@ -616,44 +622,49 @@ pub(crate) fn checked_singles(source: &Source<'_>, parallel: bool) -> Option<Vec
     let distinct = |words: &[u64]| words.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
     match source.indices {
         Indices::Columnar(cols) => {
-            let column = |(d, col): (usize, &&[u64])| -> Option<Option<(Dims, u64)>> {
-                let (col, extent, counts) = (col.get(..len)?, shape[d], counted(d));
+            let column = |(d, col): (usize, &&[u64])| -> Result<Option<(Dims, u64)>, usize> {
+                let (col, extent, counts) = (&col[..len.min(col.len())], shape[d], counted(d));
                 let mut words = bitmap(d);
-                for block in col.chunks(SCAN_BLOCK) {
+                for (b, block) in col.chunks(SCAN_BLOCK).enumerate() {
                     // Checked first, by a predicted branch a coordinate: a
                     // fold into one flag chains the compares and ran 1.8
                     // times as long as reading the column.
-                    if block.iter().any(|&c| c >= extent) {
-                        return None;
+                    if let Some(at) = block.iter().position(|&c| c >= extent) {
+                        return Err(b * SCAN_BLOCK + at);
                     }
                     if counts {
                         block.iter().for_each(|&c| set(&mut words, c));
                     }
                 }
-                Some(counts.then(|| (1 << d, distinct(&words))))
+                Ok(counts.then(|| (1 << d, distinct(&words))))
             };
-            let checked: Option<Vec<Option<(Dims, u64)>>> = if parallel && len >= MIN_CHUNK {
+            let checked: Vec<Result<Option<(Dims, u64)>, usize>> = if parallel && len >= MIN_CHUNK {
                 cols.par_iter().enumerate().map(column).collect()
             } else {
                 cols.iter().enumerate().map(column).collect()
             };
-            Some(checked?.into_iter().flatten().collect())
+            // The first entry outside in any column.
+            if let Some(first) = checked.iter().filter_map(|c| c.err()).min() {
+                return Err(first);
+            }
+            Ok(checked.into_iter().flatten().flatten().collect())
         }
         Indices::RowMajor(flat) => {
             let rank = shape.len().max(1);
-            let rows = flat.get(..len.checked_mul(rank)?)?;
+            let rows = &flat[..len.saturating_mul(rank).min(flat.len())];
             let dims: Vec<usize> = (0..shape.len()).filter(|&d| counted(d)).collect();
             let mut maps: Vec<Vec<u64>> = dims.iter().map(|&d| bitmap(d)).collect();
-            let outside = |row: &[u64]| row.iter().zip(shape).any(|(&c, &e)| c >= e);
-            for block in rows.chunks(SCAN_BLOCK * rank) {
-                if block.chunks_exact(rank).any(outside) {
-                    return None;
+            // A block of rows is checked without a branch per coordinate.
+            let outside = |row: &[u64]| row.iter().zip(shape).fold(false, |out, (&c, &e)| out | (c >= e));
+            for (b, block) in rows.chunks(SCAN_BLOCK * rank).enumerate() {
+                if block.chunks_exact(rank).fold(false, |o, row| o | outside(row)) {
+                    return Err(b * SCAN_BLOCK);
                 }
                 for (words, &d) in maps.iter_mut().zip(&dims) {
                     block.chunks_exact(rank).for_each(|row| set(words, row[d]));
                 }
             }
-            Some(dims.iter().zip(&maps).map(|(&d, words)| (1 << d, distinct(words))).collect())
+            Ok(dims.iter().zip(&maps).map(|(&d, words)| (1 << d, distinct(words))).collect())
         }
     }
 }

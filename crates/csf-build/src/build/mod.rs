@@ -385,12 +385,11 @@ fn mode_order_of(source: &Source<'_>, options: &Options) -> Result<Chosen, Build
         }
         ModeOrderPolicy::Auto => {
             // The bounds are checked as the singles are counted (one read
-            // of the input, which `Auto` needs anyway); `check_bounds` finds
-            // the first coordinate outside.
-            let singles = match distinct::checked_singles(source, options.parallel) {
-                Some(singles) => singles,
-                None => {
-                    check_bounds(source)?;
+            // of the input, which `Auto` needs anyway).
+            let singles = match distinct::checked_singles(source, options.parallel, true) {
+                Ok(singles) => singles,
+                Err(from) => {
+                    first_outside(source, from)?;
                     Vec::new()
                 }
             };
@@ -516,31 +515,18 @@ pub(crate) fn check_permutation(order: &[u32], rank: usize) -> Result<(), BuildE
 
 /// The first entry outside the shape, in input order.
 fn check_bounds(source: &Source<'_>) -> Result<(), BuildError> {
-    let shape = source.shape;
-    // Nearly every input is inside its shape: blocks of rows (or whole
-    // columns) are checked without a branch per coordinate, and the entries
-    // are searched one by one only from the first block that fails. `Auto`
-    // runs this scan once `distinct::checked_singles` has found a
-    // coordinate outside.
-    const ROWS: usize = 256;
-    let outside = |row: &[u64]| row.iter().zip(shape).fold(false, |out, (&c, &e)| out | (c >= e));
-    let from = match source.indices {
-        Indices::RowMajor(flat) => {
-            let rank = shape.len().max(1);
-            let rows = &flat[..(source.len * rank).min(flat.len())];
-            rows.chunks(ROWS * rank)
-                .position(|block| block.chunks_exact(rank).fold(false, |o, r| o | outside(r)))
-                .map(|block| block * ROWS)
-        }
-        Indices::Columnar(cols) => cols
-            .iter()
-            .zip(shape)
-            .filter_map(|(col, &e)| col[..source.len.min(col.len())].iter().position(|&c| c >= e))
-            .min(),
-    };
-    let Some(from) = from else { return Ok(()) };
+    match distinct::checked_singles(source, false, false) {
+        Ok(_) => Ok(()),
+        Err(from) => first_outside(source, from),
+    }
+}
+
+/// The first coordinate outside the shape, in entry then dimension order,
+/// searched from `from` (no entry before it has one; the block check that
+/// gave `from` found one at or after it).
+fn first_outside(source: &Source<'_>, from: usize) -> Result<(), BuildError> {
     for entry in from..source.len {
-        for (dim, &extent) in shape.iter().enumerate() {
+        for (dim, &extent) in source.shape.iter().enumerate() {
             let coord = source.coord(entry, dim);
             if coord >= extent {
                 return Err(BuildError::OutOfBounds { entry, dim, coord, extent });

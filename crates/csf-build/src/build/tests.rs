@@ -424,7 +424,7 @@ proptest::proptest! {
     }
 }
 
-/// `check_bounds` (which `Auto` runs when its first read finds a coordinate outside)
+/// `check_bounds` (`distinct::checked_singles`'s block check, then a search from the first failing block)
 /// names the first coordinate outside the shape in entry order, then
 /// dimension order, for row-major and columnar input alike: in a block of
 /// rows other than the first, with a later dimension's column failing at an

@@ -456,8 +456,9 @@ proptest::proptest! {
 }
 
 /// `checked_singles` counts exactly the singles it takes on (those of an
-/// L2 bitmap outside every pair of few cells), finds a coordinate outside
-/// the shape wherever it lies, in columns or rows.
+/// L2 bitmap outside every pair of few cells), and none without `count`;
+/// and finds a coordinate outside the shape wherever it lies, in columns
+/// (naming its entry) or rows (the start of its block).
 #[test]
 fn the_bounds_check_counts_the_singles_it_reads() {
     let n = 100_000;
@@ -473,7 +474,7 @@ fn the_bounds_check_counts_the_singles_it_reads() {
         for parallel in [false, true] {
             let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
             let source = Source { shape, indices: Indices::Columnar(&refs), len: n };
-            let singles = checked_singles(&source, parallel).expect("inside the shape");
+            let singles = checked_singles(&source, parallel, true).expect("inside the shape");
             let counted = singles.iter().fold(0, |m, &(set, _)| m | set);
             assert_eq!(counted, want_counted, "{shape:?}");
             for (set, distinct) in singles {
@@ -481,11 +482,14 @@ fn the_bounds_check_counts_the_singles_it_reads() {
             }
             // Row-major input counts the same singles.
             let rows = Source { shape, indices: Indices::RowMajor(&indices), len: n };
-            let mut by_rows = checked_singles(&rows, parallel).expect("inside the shape");
-            let mut by_columns = checked_singles(&source, parallel).expect("inside the shape");
+            let mut by_rows = checked_singles(&rows, parallel, true).expect("inside the shape");
+            let mut by_columns = checked_singles(&source, parallel, true).expect("inside the shape");
             by_rows.sort_unstable();
             by_columns.sort_unstable();
             assert_eq!(by_rows, by_columns, "{shape:?}");
+            // Without `count`, the check alone.
+            assert_eq!(checked_singles(&source, parallel, false), Ok(Vec::new()));
+            assert_eq!(checked_singles(&rows, parallel, false), Ok(Vec::new()));
         }
         // One coordinate at its extent, in the first entry, inside a block
         // and in the last entry, of each dimension.
@@ -495,10 +499,15 @@ fn the_bounds_check_counts_the_singles_it_reads() {
                 let kept = std::mem::replace(&mut columns[d][entry], shape[d]);
                 rows[entry * rank + d] = shape[d];
                 let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-                for indices in [Indices::Columnar(&refs), Indices::RowMajor(&rows)] {
+                // Columns name the entry, rows the start of its block.
+                let block = entry / SCAN_BLOCK * SCAN_BLOCK;
+                for (indices, from) in [(Indices::Columnar(&refs), entry), (Indices::RowMajor(&rows), block)]
+                {
                     let source = Source { shape, indices, len: n };
-                    assert!(checked_singles(&source, false).is_none(), "dim {d} entry {entry}");
-                    assert!(checked_singles(&source, true).is_none(), "dim {d} entry {entry}");
+                    for (parallel, count) in [(false, true), (true, true), (false, false)] {
+                        let got = checked_singles(&source, parallel, count);
+                        assert_eq!(got, Err(from), "dim {d} entry {entry}");
+                    }
                 }
                 columns[d][entry] = kept;
                 rows[entry * rank + d] = kept;
@@ -512,13 +521,13 @@ fn the_bounds_check_counts_the_singles_it_reads() {
     let mut state = 5u64;
     let indices: Vec<u64> = (0..n * 5).map(|_| rand(&mut state) % (1 << 20)).collect();
     let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
-    let singles = checked_singles(&source, false).expect("inside the shape");
+    let singles = checked_singles(&source, false, true).expect("inside the shape");
     assert_eq!(singles.iter().map(|&(set, _)| set).collect::<Vec<_>>(), [1, 2, 4, 8]);
     assert!(singles.iter().all(|&(set, distinct)| distinct == brute(&indices, 5, set)));
     // A tiny input is checked, and its singles left to the masks.
     let columns: [&[u64]; 3] = [&[0, 1], &[2, 2], &[0, 4]];
     let source = Source { shape: &[2, 3, 5], indices: Indices::Columnar(&columns), len: 2 };
-    assert_eq!(checked_singles(&source, false), Some(Vec::new()));
+    assert_eq!(checked_singles(&source, false, true), Ok(Vec::new()));
     let source = Source { shape: &[2, 3, 4], indices: Indices::Columnar(&columns), len: 2 };
-    assert_eq!(checked_singles(&source, false), None);
+    assert_eq!(checked_singles(&source, false, true), Err(1));
 }
