@@ -1,7 +1,8 @@
 //! `cargo xtask miri`: the test suites of the decoder-side crates under Miri,
 //! on a big-endian 64-bit target (s390x), so that the byte-wise path that
 //! big-endian machines take (and every `unsafe`-free claim of no UB) is
-//! checked by the whole suite, not only on little-endian hosts.
+//! checked by the whole suite, not only on little-endian hosts; and the
+//! tests of csf-build's one `unsafe` module.
 
 use std::time::Instant;
 
@@ -26,7 +27,10 @@ const MIRIFLAGS: &str = "-Zmiri-disable-isolation";
 /// proptest, the doctests, the tests of the `std` items, and the integration
 /// suites `hostile`, `proptest`, `mode_orders`, `empty` (csf-core), `rules`,
 /// `mutations`, `corpus` (csf-validate) and `roundtrip`, `decode_errors`
-/// (hurray-format), whole.
+/// (hurray-format), whole. And csf-build's one `unsafe` module, `disjoint`
+/// (the radix scatter's writes from several threads into disjoint ranges
+/// of one array): its unit tests, which write from four threads at once
+/// and past a full range, a few seconds under Miri.
 const CI_TESTS: &[(&str, &[&str])] = &[
     ("hurray-format", &["--lib", "--test", "golden"]),
     (
@@ -48,6 +52,7 @@ const CI_TESTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("csf-core", &["--test", "spec_example"]),
+    ("csf-build", &["--lib", "--", "disjoint::"]),
     ("csf-validate", &["--test", "capacity"]),
     (
         "csf-validate",

@@ -20,9 +20,10 @@
 //!
 //! Both passes split the input into chunks. Each chunk counts its own digits;
 //! the counts place chunk `c`'s keys of bucket `d` after those of chunks
-//! `0..c`, so the chunks scatter into disjoint sub-slices of the output, in
-//! parallel and without `unsafe`, and the result is that of one sequential
-//! stable scatter whatever the number of chunks or threads.
+//! `0..c`, so the chunks scatter into disjoint ranges of the output, in
+//! parallel (each through its own cursors, `disjoint.rs`: one table entry a
+//! key), and the result is that of one sequential stable scatter whatever
+//! the number of chunks or threads.
 //!
 //! Each bucket is then sorted on its remaining bits, in cache (`bucket.rs`).
 //! While a bucket is still in cache, a caller's `visit` runs over it (the
@@ -33,7 +34,8 @@ use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use crate::bucket::{copy_slot, sort_slice, sort_with, Scratch, SMALL, TOP_BITS};
+use crate::bucket::{sort_slice, sort_with, Scratch, SMALL, TOP_BITS};
+use crate::disjoint::{self, Cursors};
 use crate::key::Key;
 
 /// The bucket size the top digit aims at when there are too few keys to fill
@@ -324,36 +326,59 @@ fn scatter_into<K: Key, S: KeySource<K>>(
         starts[d + 1] = starts[d] + counts.iter().map(|c| c[d]).sum::<usize>();
     }
 
-    // Pass 2: each chunk scatters into its own sub-slice of every bucket.
+    // Pass 2: each chunk scatters into its own range of every bucket.
     let width = payload.map_or(0, |p| p.width);
     // The scatter writes every key of the output: old contents need no clearing.
     let mut keys = if into.len() == starts[radix] { into } else { vec![K::default(); starts[radix]] };
     let mut slots = SlotArray::new(starts[radix] * width, slots_into);
-    // One chunk of word-wide slots, both arrays word-aligned: the whole
-    // arrays indexed by each bucket's next position (`scatter_words`).
-    if let (Some(p), [range]) = (payload.filter(|p| p.width == 8), &ranges[..]) {
-        let data = bytemuck::try_cast_slice::<u8, u64>(p.data).ok();
-        let out = bytemuck::try_cast_slice_mut::<u8, u64>(slots.as_bytes_mut()).ok();
-        if let (Some(data), Some(out)) = (data, out) {
-            let positions = lo > 0;
-            let mut next = starts[..radix].to_vec();
-            if !scatter_words(source, range.clone(), (&mut keys, out, &mut next), digit, (data, positions)) {
-                return Err(Unkeyable);
+    let out = (&mut keys[..], &counts[..]);
+    let keyed = match payload {
+        None => scatter(
+            source,
+            ranges,
+            (out, &mut vec![(); starts[radix]]),
+            |_| Some(()),
+            (digit, false),
+            parallel,
+        ),
+        Some(p) => {
+            let (slots, positions) = (slots.as_bytes_mut(), lo > 0);
+            match p.width {
+                1 => scatter_slots::<K, S, 1>(
+                    source,
+                    ranges,
+                    (out, slots),
+                    p.data,
+                    (digit, positions),
+                    parallel,
+                ),
+                2 => scatter_slots::<K, S, 2>(
+                    source,
+                    ranges,
+                    (out, slots),
+                    p.data,
+                    (digit, positions),
+                    parallel,
+                ),
+                4 => scatter_slots::<K, S, 4>(
+                    source,
+                    ranges,
+                    (out, slots),
+                    p.data,
+                    (digit, positions),
+                    parallel,
+                ),
+                8 => scatter_slots::<K, S, 8>(
+                    source,
+                    ranges,
+                    (out, slots),
+                    p.data,
+                    (digit, positions),
+                    parallel,
+                ),
+                _ => scatter_gathered(source, ranges, (out, slots), p, (digit, positions), parallel),
             }
-            let plan = Plan { from: ordered, top_shift, width, move_slots: !positions, parallel };
-            return Ok(Scattered { keys, slots, starts, plan });
         }
-    }
-    let targets = targets(&mut keys, slots.as_bytes_mut(), &counts, width, payload.is_some());
-    let scatter = |(range, target): (Range<usize>, Target<'_, K>)| match payload {
-        None => scatter_keys(source, range, target, digit),
-        Some(p) if lo > 0 => scatter_width::<K, S, true>(source, range, target, digit, p),
-        Some(p) => scatter_width::<K, S, false>(source, range, target, digit, p),
-    };
-    let keyed = if parallel {
-        ranges.into_par_iter().zip(targets).all(scatter)
-    } else {
-        ranges.into_iter().zip(targets).all(scatter)
     };
     if !keyed {
         return Err(Unkeyable);
@@ -361,37 +386,6 @@ fn scatter_into<K: Key, S: KeySource<K>>(
 
     let plan = Plan { from: ordered, top_shift, width, move_slots: payload.is_some() && lo == 0, parallel };
     Ok(Scattered { keys, slots, starts, plan })
-}
-
-/// Splits the keys and slots into each chunk's sub-slice of every bucket:
-/// chunk `c`'s keys of bucket `d` after those of chunks `0..c`.
-fn targets<'a, K>(
-    keys: &'a mut [K],
-    slots: &'a mut [u8],
-    counts: &[Vec<usize>],
-    width: usize,
-    with_slots: bool,
-) -> Vec<Target<'a, K>> {
-    let radix = counts.first().map_or(0, Vec::len);
-    let mut targets: Vec<Target<'_, K>> =
-        counts.iter().map(|_| Target { keys: Vec::with_capacity(radix), ..Target::default() }).collect();
-    let (mut key_rest, mut slot_rest) = (keys, slots);
-    let mut at = 0;
-    for d in 0..radix {
-        for (chunk, target) in counts.iter().zip(&mut targets) {
-            let (part, tail) = std::mem::take(&mut key_rest).split_at_mut(chunk[d]);
-            key_rest = tail;
-            target.keys.push(part);
-            target.first.push(at);
-            at += chunk[d];
-            if with_slots {
-                let (part, tail) = std::mem::take(&mut slot_rest).split_at_mut(chunk[d] * width);
-                slot_rest = tail;
-                target.slots.push(part);
-            }
-        }
-    }
-    targets
 }
 
 /// How pass 3 sorts the buckets.
@@ -476,103 +470,95 @@ fn sort_buckets<K: Key, T: Send>(
 /// A bucket to sort: its first key's index, its keys and its slots.
 type Bucket<'a, K> = (usize, &'a mut [K], &'a mut [u8]);
 
-/// One chunk's sub-slice of every bucket.
-struct Target<'a, K> {
-    keys: Vec<&'a mut [K]>,
-    /// With a payload: the matching slots, and the index of each sub-slice's first key.
-    slots: Vec<&'a mut [u8]>,
-    first: Vec<usize>,
-}
+/// The output arrays of a scatter: the keys', and each chunk's counts of
+/// every bucket (which lay out its ranges of the arrays).
+type Out<'a, K> = (&'a mut [K], &'a [Vec<usize>]);
 
-impl<K> Default for Target<'_, K> {
-    fn default() -> Self {
-        Self { keys: Vec::new(), slots: Vec::new(), first: Vec::new() }
+/// The scatter of slots of `W` bytes (`data`, one per entry) into `slots`,
+/// each slot moved as one `[u8; W]`.
+fn scatter_slots<K: Key, S: KeySource<K>, const W: usize>(
+    source: &S,
+    ranges: Vec<Range<usize>>,
+    (out, slots): (Out<'_, K>, &mut [u8]),
+    data: &[u8],
+    how: (impl Fn(K) -> usize + Sync + Copy, bool),
+    parallel: bool,
+) -> bool
+where
+    [u8; W]: bytemuck::Pod,
+{
+    if slots.len() % W != 0 || data.len() % W != 0 {
+        // Not whole slots (the builder checks the values' length first).
+        return scatter_gathered(source, ranges, (out, slots), Payload { data, width: W }, how, parallel);
     }
+    let (slots, data) =
+        (bytemuck::cast_slice_mut::<u8, [u8; W]>(slots), bytemuck::cast_slice::<u8, [u8; W]>(data));
+    scatter(source, ranges, (out, slots), move |entry| data.get(entry).copied(), how, parallel)
 }
 
-fn scatter_keys<K: Key, S: KeySource<K>>(
+/// The scatter of slots of a width no element type has (the slots of the
+/// other widths are moved as arrays of that many bytes): each entry's index
+/// is scattered, and the slots gathered from them afterwards.
+fn scatter_gathered<K: Key, S: KeySource<K>>(
     source: &S,
-    range: Range<usize>,
-    target: Target<'_, K>,
-    digit: impl Fn(K) -> usize,
-) -> bool {
-    // An iterator per bucket: `next` is a bounds check and a bump.
-    let mut keys: Vec<_> = target.keys.into_iter().map(|t| t.iter_mut()).collect();
-    source.keys(range, |k, _| {
-        if let Some(slot) = keys[digit(k)].next() {
-            *slot = k;
-        }
-    })
-}
-
-/// The scatter of a single chunk with word-wide slots (`data`, one word an
-/// entry): each key and its slot written at `next[digit]`, an index into the
-/// whole output arrays, with the position in the key's low bits when
-/// `positions`. Where the per-chunk path reads a bucket's key and slot
-/// sub-slices, their first index and its cursor (four tables, more live
-/// values than registers), this reads one table; the scatter of 10M uniform
-/// entries took 89 ms instead of 108 on a 2-core Intel VM
-/// (docs/benchmarks-history.md, "Builder, round 8").
-fn scatter_words<K: Key, S: KeySource<K>>(
-    source: &S,
-    range: Range<usize>,
-    (keys, slots, next): (&mut [K], &mut [u64], &mut [usize]),
-    digit: impl Fn(K) -> usize,
-    (data, positions): (&[u64], bool),
-) -> bool {
-    source.keys(range, |k, entry| {
-        // (Every index is in bounds: `next` starts at the buckets' starts
-        // and each bucket takes as many keys as it counted. The checks cost
-        // a predicted branch each.)
-        let Some(at) = next.get_mut(digit(k)) else { return };
-        let i = *at;
-        *at = i + 1;
-        if let (Some(key), Some(slot), Some(&value)) = (keys.get_mut(i), slots.get_mut(i), data.get(entry)) {
-            *key = if positions { k.shl_or(0, i as u64) } else { k };
-            *slot = value;
-        }
-    })
-}
-
-/// [`scatter_with`] for the payload's width.
-fn scatter_width<K: Key, S: KeySource<K>, const P: bool>(
-    source: &S,
-    range: Range<usize>,
-    target: Target<'_, K>,
-    digit: impl Fn(K) -> usize,
+    ranges: Vec<Range<usize>>,
+    ((keys, counts), slots): (Out<'_, K>, &mut [u8]),
     payload: Payload<'_>,
+    how: (impl Fn(K) -> usize + Sync + Copy, bool),
+    parallel: bool,
 ) -> bool {
-    match payload.width {
-        1 => scatter_with::<K, S, 1, P>(source, range, target, digit, payload),
-        2 => scatter_with::<K, S, 2, P>(source, range, target, digit, payload),
-        4 => scatter_with::<K, S, 4, P>(source, range, target, digit, payload),
-        8 => scatter_with::<K, S, 8, P>(source, range, target, digit, payload),
-        _ => scatter_with::<K, S, 0, P>(source, range, target, digit, payload),
+    let mut entries = vec![0usize; keys.len()];
+    if !scatter(source, ranges, ((keys, counts), &mut entries), Some, how, parallel) {
+        return false;
     }
+    let width = payload.width;
+    for (slot, &entry) in slots.chunks_exact_mut(width.max(1)).zip(&entries) {
+        if let Some(value) = payload.data.get(entry * width..entry * width + width) {
+            slot.copy_from_slice(value);
+        }
+    }
+    true
 }
 
-/// The scatter with a payload of `W`-byte slots (`W = 0`: `payload.width`;
-/// a constant width makes each slot copy one move instead of a `memcpy` call),
-/// writing each slot's index into its key's low bits when `P` (positions).
-fn scatter_with<K: Key, S: KeySource<K>, const W: usize, const P: bool>(
+/// Pass 2 of the sort: each chunk of `ranges` writes each of its keys, and
+/// `value(entry)` into `slots` beside it, at the next place of its own range
+/// of the key's bucket (`disjoint.rs`), in parallel when asked. With
+/// `positions` (`how.1`) each key gets that place's index in its low bits.
+/// `false` if the source could not key an entry.
+fn scatter<K: Key, S: KeySource<K>, T: Copy + Send>(
     source: &S,
-    range: Range<usize>,
-    target: Target<'_, K>,
-    digit: impl Fn(K) -> usize,
-    payload: Payload<'_>,
+    ranges: Vec<Range<usize>>,
+    ((keys, counts), slots): (Out<'_, K>, &mut [T]),
+    value: impl Fn(usize) -> Option<T> + Sync + Copy,
+    (digit, positions): (impl Fn(K) -> usize + Sync + Copy, bool),
+    parallel: bool,
 ) -> bool {
-    let width = if W == 0 { payload.width } else { W };
-    let data = payload.data;
-    let Target { mut keys, mut slots, first } = target;
-    let mut next = vec![0usize; keys.len()];
-    source.keys(range, |k, entry| {
-        let d = digit(k);
-        let i = next[d];
-        next[d] += 1;
-        keys[d][i] = if P { k.shl_or(0, (first[d] + i) as u64) } else { k };
-        let (from, to) = (entry * width, i * width);
-        copy_slot::<W>(&mut slots[d][to..to + width], &data[from..from + width]);
-    })
+    let Some(cursors) = disjoint::split(keys, slots, counts) else {
+        unreachable!("the arrays are sized from the counts")
+    };
+    let chunk = |(range, mut out): (Range<usize>, Cursors<'_, K, T>)| {
+        // Copies of the digit's and the values' closures, local to the loop:
+        // the writes through the cursors' pointers are not known not to
+        // alias the callers' copies, which the loop would then reload a key.
+        let (digit, value) = (digit, value);
+        let mut write = |k: K, entry: usize, positions: bool| {
+            if let (Some((i, key, slot)), Some(v)) = (out.next(digit(k)), value(entry)) {
+                *key = if positions { k.shl_or(0, i as u64) } else { k };
+                *slot = v;
+            }
+        };
+        // (Two loops, so that the choice is not made per key.)
+        if positions {
+            source.keys(range, |k, entry| write(k, entry, true))
+        } else {
+            source.keys(range, |k, entry| write(k, entry, false))
+        }
+    };
+    if parallel {
+        ranges.into_par_iter().zip(cursors).all(chunk)
+    } else {
+        ranges.into_iter().zip(cursors).all(chunk)
+    }
 }
 
 #[cfg(test)]
@@ -670,6 +656,9 @@ mod tests {
         }
     }
 
+    /// Slots of a width of their own (4 bytes) and of widths no element type
+    /// has (3 and 16 bytes: their entries scattered, then gathered), with
+    /// the slots moving with their keys and indexed by the keys' low bits.
     #[test]
     fn payload_slots_follow_their_keys() {
         let mut state = 99u64;
@@ -677,38 +666,46 @@ mod tests {
         // Few distinct coordinates in one part (long runs of equal keys), many in the other.
         let coords: Vec<u64> =
             (0..n).map(|i| rand(&mut state) % if i % 3 == 0 { 1 << 25 } else { 1 << 10 }).collect();
-        let data: Vec<u8> = (0..n as u32).flat_map(u32::to_le_bytes).collect();
-        for parallel in [false, true] {
+        let shifted: Vec<u64> = coords.iter().map(|&c| c << 20).collect();
+        for (width, parallel, lo) in
+            [3, 4, 16].into_iter().flat_map(|w| [(w, false, 0), (w, true, 0), (w, false, 20), (w, true, 20)])
+        {
+            // Each entry's slot: its index, little-endian, in its first bytes.
+            let data: Vec<u8> = (0..n as u128).flat_map(|i| i.to_le_bytes()[..width].to_vec()).collect();
+            let keys = if lo == 0 { &coords } else { &shifted };
             let sorted = sort_from(
-                &Slice(&coords),
-                Some(Payload { data: &data, width: 4 }),
-                (0, 0, 25),
+                &Slice(keys),
+                Some(Payload { data: &data, width }),
+                (lo, lo, lo + 25),
                 parallel,
                 |start, bucket| (start, bucket.len()),
             )
             .unwrap();
+            let case = format!("width {width} parallel {parallel} lo {lo}");
             // Each key's slot holds its entry, and entries of equal coordinates stay in input order.
-            let entries: Vec<usize> = (0..n)
-                .map(|i| {
-                    u32::from_le_bytes(sorted.slots.as_bytes()[4 * i..4 * i + 4].try_into().unwrap()) as usize
-                })
-                .collect();
+            let slot_entry = |at: usize| {
+                let mut bytes = [0u8; 16];
+                bytes[..width].copy_from_slice(&sorted.slots.as_bytes()[width * at..width * (at + 1)]);
+                u128::from_le_bytes(bytes) as usize
+            };
+            let at = |i: usize| if lo == 0 { i } else { (sorted.keys[i] & ((1 << lo) - 1)) as usize };
+            let entries: Vec<usize> = (0..n).map(|i| slot_entry(at(i))).collect();
             let mut expected: Vec<usize> = (0..n).collect();
             expected.sort_by_key(|&i| coords[i]);
-            assert_eq!(entries, expected, "parallel={parallel}");
-            assert!(sorted.keys.iter().zip(&entries).all(|(&k, &e)| k == coords[e]));
+            assert_eq!(entries, expected, "{case}");
+            assert!(sorted.keys.iter().zip(&entries).all(|(&k, &e)| k >> lo == coords[e]), "{case}");
             let visited: Vec<(usize, usize)> =
                 sorted.starts.windows(2).map(|w| (w[0], w[1] - w[0])).collect();
-            assert_eq!(sorted.visits, visited);
+            assert_eq!(sorted.visits, visited, "{case}");
         }
     }
 
-    /// Word-wide slots on one thread take `scatter_words` when the data is
-    /// word-aligned, the per-chunk scatter when it is not (a slice one byte
-    /// into a buffer): both give the same sorted keys and slots, with the
-    /// positions in the keys' low bits and without.
+    /// Word-wide slots give the same sorted keys and slots on one chunk and
+    /// on several (in parallel), from word-aligned data and from a slice one
+    /// byte into a buffer, with the positions in the keys' low bits and
+    /// without; and each key's slot is its entry's.
     #[test]
-    fn word_slots_scatter_alike_aligned_or_not() {
+    fn word_slots_scatter_alike_on_one_chunk_or_many() {
         let mut state = 7u64;
         let n = 100_000usize;
         let coords: Vec<u64> =
@@ -724,20 +721,23 @@ mod tests {
             "the test needs an unaligned slice"
         );
         for (lo, keys) in [(0, coords.clone()), (20, coords.iter().map(|&c| c << 20).collect::<Vec<_>>())] {
-            let sort = |data: &[u8]| {
+            let sort = |data: &[u8], parallel: bool| {
                 sort_from(
                     &Slice(&keys),
                     Some(Payload { data, width: 8 }),
                     (lo, lo, lo + 30),
-                    false,
+                    parallel,
                     |_, _| (),
                 )
                 .unwrap()
             };
-            let (fast, general) = (sort(aligned), sort(misaligned));
-            assert_eq!(fast.keys, general.keys, "lo {lo}");
-            assert_eq!(fast.slots.as_bytes(), general.slots.as_bytes(), "lo {lo}");
-            assert_eq!(fast.starts, general.starts, "lo {lo}");
+            let fast = sort(aligned, false);
+            for (data, parallel) in [(misaligned, false), (aligned, true), (misaligned, true)] {
+                let other = sort(data, parallel);
+                assert_eq!(fast.keys, other.keys, "lo {lo} parallel {parallel}");
+                assert_eq!(fast.slots.as_bytes(), other.slots.as_bytes(), "lo {lo} parallel {parallel}");
+                assert_eq!(fast.starts, other.starts, "lo {lo} parallel {parallel}");
+            }
             // And they are right: each key's slot is its entry's word.
             let slot =
                 |i: usize| u64::from_le_bytes(fast.slots.as_bytes()[8 * i..8 * i + 8].try_into().unwrap());
