@@ -332,51 +332,17 @@ fn scatter_into<K: Key, S: KeySource<K>>(
     let mut keys = if into.len() == starts[radix] { into } else { vec![K::default(); starts[radix]] };
     let mut slots = SlotArray::new(starts[radix] * width, slots_into);
     let out = (&mut keys[..], &counts[..]);
+    let job = Job { source, ranges, digit, positions: payload.is_some() && lo > 0, parallel };
     let keyed = match payload {
-        None => scatter(
-            source,
-            ranges,
-            (out, &mut vec![(); starts[radix]]),
-            |_| Some(()),
-            (digit, false),
-            parallel,
-        ),
+        None => scatter(job, (out, &mut vec![(); starts[radix]]), |_| Some(())),
         Some(p) => {
-            let (slots, positions) = (slots.as_bytes_mut(), lo > 0);
+            let out = (out, slots.as_bytes_mut());
             match p.width {
-                1 => scatter_slots::<K, S, 1>(
-                    source,
-                    ranges,
-                    (out, slots),
-                    p.data,
-                    (digit, positions),
-                    parallel,
-                ),
-                2 => scatter_slots::<K, S, 2>(
-                    source,
-                    ranges,
-                    (out, slots),
-                    p.data,
-                    (digit, positions),
-                    parallel,
-                ),
-                4 => scatter_slots::<K, S, 4>(
-                    source,
-                    ranges,
-                    (out, slots),
-                    p.data,
-                    (digit, positions),
-                    parallel,
-                ),
-                8 => scatter_slots::<K, S, 8>(
-                    source,
-                    ranges,
-                    (out, slots),
-                    p.data,
-                    (digit, positions),
-                    parallel,
-                ),
-                _ => scatter_gathered(source, ranges, (out, slots), p, (digit, positions), parallel),
+                1 => scatter_slots::<K, S, _, 1>(job, out, p.data),
+                2 => scatter_slots::<K, S, _, 2>(job, out, p.data),
+                4 => scatter_slots::<K, S, _, 4>(job, out, p.data),
+                8 => scatter_slots::<K, S, _, 8>(job, out, p.data),
+                _ => scatter_gathered(job, out, p),
             }
         }
     };
@@ -474,41 +440,54 @@ type Bucket<'a, K> = (usize, &'a mut [K], &'a mut [u8]);
 /// every bucket (which lay out its ranges of the arrays).
 type Out<'a, K> = (&'a mut [K], &'a [Vec<usize>]);
 
+/// What the scatter of one sort reads: the keys' source and its chunks, a
+/// key's bucket (`digit`), whether each key gets the index of its place in
+/// its low bits (`positions`), and whether the chunks run in parallel.
+struct Job<'s, S, D> {
+    source: &'s S,
+    ranges: Vec<Range<usize>>,
+    digit: D,
+    positions: bool,
+    parallel: bool,
+}
+
 /// The scatter of slots of `W` bytes (`data`, one per entry) into `slots`,
 /// each slot moved as one `[u8; W]`.
-fn scatter_slots<K: Key, S: KeySource<K>, const W: usize>(
-    source: &S,
-    ranges: Vec<Range<usize>>,
+fn scatter_slots<K, S, D, const W: usize>(
+    job: Job<'_, S, D>,
     (out, slots): (Out<'_, K>, &mut [u8]),
     data: &[u8],
-    how: (impl Fn(K) -> usize + Sync + Copy, bool),
-    parallel: bool,
 ) -> bool
 where
+    K: Key,
+    S: KeySource<K>,
+    D: Fn(K) -> usize + Sync + Copy,
     [u8; W]: bytemuck::Pod,
 {
     if slots.len() % W != 0 || data.len() % W != 0 {
         // Not whole slots (the builder checks the values' length first).
-        return scatter_gathered(source, ranges, (out, slots), Payload { data, width: W }, how, parallel);
+        return scatter_gathered(job, (out, slots), Payload { data, width: W });
     }
     let (slots, data) =
         (bytemuck::cast_slice_mut::<u8, [u8; W]>(slots), bytemuck::cast_slice::<u8, [u8; W]>(data));
-    scatter(source, ranges, (out, slots), move |entry| data.get(entry).copied(), how, parallel)
+    scatter(job, (out, slots), move |entry| data.get(entry).copied())
 }
 
 /// The scatter of slots of a width no element type has (the slots of the
 /// other widths are moved as arrays of that many bytes): each entry's index
 /// is scattered, and the slots gathered from them afterwards.
-fn scatter_gathered<K: Key, S: KeySource<K>>(
-    source: &S,
-    ranges: Vec<Range<usize>>,
-    ((keys, counts), slots): (Out<'_, K>, &mut [u8]),
+fn scatter_gathered<K, S, D>(
+    job: Job<'_, S, D>,
+    (out, slots): (Out<'_, K>, &mut [u8]),
     payload: Payload<'_>,
-    how: (impl Fn(K) -> usize + Sync + Copy, bool),
-    parallel: bool,
-) -> bool {
-    let mut entries = vec![0usize; keys.len()];
-    if !scatter(source, ranges, ((keys, counts), &mut entries), Some, how, parallel) {
+) -> bool
+where
+    K: Key,
+    S: KeySource<K>,
+    D: Fn(K) -> usize + Sync + Copy,
+{
+    let mut entries = vec![0usize; out.0.len()];
+    if !scatter(job, (out, &mut entries), Some) {
         return false;
     }
     let width = payload.width;
@@ -520,19 +499,22 @@ fn scatter_gathered<K: Key, S: KeySource<K>>(
     true
 }
 
-/// Pass 2 of the sort: each chunk of `ranges` writes each of its keys, and
-/// `value(entry)` into `slots` beside it, at the next place of its own range
-/// of the key's bucket (`disjoint.rs`), in parallel when asked. With
-/// `positions` (`how.1`) each key gets that place's index in its low bits.
+/// Pass 2 of the sort: each chunk of `job.ranges` writes each of its keys,
+/// and `value(entry)` into `slots` beside it, at the next place of its own
+/// range of the key's bucket (`disjoint.rs`), in parallel when asked.
 /// `false` if the source could not key an entry.
-fn scatter<K: Key, S: KeySource<K>, T: Copy + Send>(
-    source: &S,
-    ranges: Vec<Range<usize>>,
+fn scatter<K, S, D, T>(
+    job: Job<'_, S, D>,
     ((keys, counts), slots): (Out<'_, K>, &mut [T]),
     value: impl Fn(usize) -> Option<T> + Sync + Copy,
-    (digit, positions): (impl Fn(K) -> usize + Sync + Copy, bool),
-    parallel: bool,
-) -> bool {
+) -> bool
+where
+    K: Key,
+    S: KeySource<K>,
+    D: Fn(K) -> usize + Sync + Copy,
+    T: Copy + Send,
+{
+    let Job { source, ranges, digit, positions, parallel } = job;
     let Some(cursors) = disjoint::split(keys, slots, counts) else {
         unreachable!("the arrays are sized from the counts")
     };
