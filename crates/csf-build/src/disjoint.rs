@@ -31,6 +31,9 @@ pub(crate) struct Cursors<'a, K, T> {
     slots: *mut T,
     /// Per bucket: the next index of this chunk's range, and its end.
     spans: Vec<Span>,
+    /// Whether an element was asked for past a range's end (or of a bucket
+    /// the split does not have).
+    refused: bool,
     /// The arrays, borrowed mutably for as long as any `Cursors` of the split lives.
     arrays: PhantomData<(&'a mut [K], &'a mut [T])>,
 }
@@ -76,7 +79,12 @@ pub(crate) fn split<'a, K, T>(
         return None;
     }
     let (keys, slots) = (keys.as_mut_ptr(), slots.as_mut_ptr());
-    Some(spans.into_iter().map(|spans| Cursors { keys, slots, spans, arrays: PhantomData }).collect())
+    Some(
+        spans
+            .into_iter()
+            .map(|spans| Cursors { keys, slots, spans, refused: false, arrays: PhantomData })
+            .collect(),
+    )
 }
 
 impl<K, T> Cursors<'_, K, T> {
@@ -85,9 +93,13 @@ impl<K, T> Cursors<'_, K, T> {
     /// full, or for a bucket the split does not have.
     #[inline]
     pub(crate) fn next(&mut self, d: usize) -> Option<(usize, &mut K, &mut T)> {
-        let span = self.spans.get_mut(d)?;
+        let Some(span) = self.spans.get_mut(d) else {
+            self.refused = true;
+            return None;
+        };
         let i = span.next;
         if i >= span.end {
+            self.refused = true;
             return None;
         }
         span.next = i + 1;
@@ -102,6 +114,12 @@ impl<K, T> Cursors<'_, K, T> {
         // exclusive use. Both elements are initialized (they are elements
         // of the `&mut` slices `split` took).
         unsafe { Some((i, &mut *self.keys.add(i), &mut *self.slots.add(i))) }
+    }
+
+    /// Whether every element of this chunk's ranges has been handed out,
+    /// and none asked for past them: the writes matched the counts exactly.
+    pub(crate) fn filled_exactly(&self) -> bool {
+        !self.refused && self.spans.iter().all(|span| span.next == span.end)
     }
 }
 
@@ -140,7 +158,9 @@ mod tests {
         let counts = vec![vec![2, 0, 1], vec![1, 0, 2]];
         let (mut keys, mut slots) = (vec![u64::MAX; 6], vec![[0u8; 2]; 6]);
         let mut cursors = split(&mut keys, &mut slots, &counts).unwrap();
+        assert!(cursors.iter().all(|c| !c.filled_exactly()));
         assert_eq!(fill(&mut cursors, &counts, 0), 0);
+        assert!(cursors.iter().all(Cursors::filled_exactly));
         drop(cursors);
         assert_eq!(keys, [0, 1, 2, 3, 4, 5]);
         assert_eq!(slots.concat(), [0, 0, 0, 0, 16, 16, 2, 2, 18, 18, 18, 18]);
@@ -154,6 +174,7 @@ mod tests {
         let (mut keys, mut slots) = (vec![u64::MAX; 8], vec![[0u8; 1]; 7]);
         let mut cursors = split(&mut keys, &mut slots, &counts).unwrap();
         assert_eq!(fill(&mut cursors, &counts, 1), 6);
+        assert!(!cursors.iter().any(Cursors::filled_exactly), "each asked past its ranges");
         drop(cursors);
         assert_eq!(keys[..7], [0, 1, 2, 3, 4, 5, 6]);
         assert_eq!(keys[7], u64::MAX, "past the counted ranges");

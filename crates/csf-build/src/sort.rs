@@ -468,6 +468,11 @@ where
         // Not whole slots (the builder checks the values' length first).
         return scatter_gathered(job, (out, slots), Payload { data, width: W });
     }
+    if data.len() / W < job.source.entries() {
+        // A value short: refused rather than a slot left unwritten (the
+        // builder checks the values' length first).
+        return false;
+    }
     let (slots, data) =
         (bytemuck::cast_slice_mut::<u8, [u8; W]>(slots), bytemuck::cast_slice::<u8, [u8; W]>(data));
     scatter(job, (out, slots), move |entry| data.get(entry).copied())
@@ -486,6 +491,9 @@ where
     S: KeySource<K>,
     D: Fn(K) -> usize + Sync + Copy,
 {
+    if payload.width > 0 && payload.data.len() / payload.width < job.source.entries() {
+        return false; // A value short, as in `scatter_slots`.
+    }
     let mut entries = vec![0usize; out.0.len()];
     if !scatter(job, (out, &mut entries), Some) {
         return false;
@@ -530,11 +538,15 @@ where
             }
         };
         // (Two loops, so that the choice is not made per key.)
-        if positions {
+        let keyed = if positions {
             source.keys(range, |k, entry| write(k, entry, true))
         } else {
             source.keys(range, |k, entry| write(k, entry, false))
-        }
+        };
+        // A source whose keys are not those it counted (against
+        // `KeySource`'s contract) overfills a range or leaves one short:
+        // refused as a source that cannot key an entry, never scattered short.
+        keyed && out.filled_exactly()
     };
     if parallel {
         ranges.into_par_iter().zip(cursors).all(chunk)
@@ -635,6 +647,53 @@ mod tests {
             let mut got = keys.clone();
             sort_keys(&mut got, 20, 56, parallel);
             assert_eq!(got, expected, "parallel={parallel}");
+        }
+    }
+
+    /// Keys that count into one bucket and scatter into another, or that the
+    /// scatter yields fewer of than the count did (against `KeySource`'s
+    /// contract), and values fewer than the keys: the sort refuses them,
+    /// where writing them would leave elements of the output unwritten.
+    #[test]
+    fn keys_other_than_those_counted_are_refused() {
+        struct Unlike {
+            keys: Vec<u64>,
+            /// XORed into each key the scatter reads, not the count.
+            flip: u64,
+            /// Entries the scatter skips.
+            skip: usize,
+        }
+        impl KeySource<u64> for Unlike {
+            fn entries(&self) -> usize {
+                self.keys.len()
+            }
+            fn keys(&self, range: Range<usize>, mut f: impl FnMut(u64, usize)) -> bool {
+                range.filter(|&i| i % self.skip.max(1) != 1).for_each(|i| f(self.keys[i] ^ self.flip, i));
+                true
+            }
+            fn prefixes(&self, range: Range<usize>, _from: u32, mut f: impl FnMut(u64)) {
+                range.for_each(|i| f(self.keys[i]));
+            }
+        }
+        let mut state = 5u64;
+        let keys: Vec<u64> = (0..100_000).map(|_| rand(&mut state) % (1 << 30)).collect();
+        let data = vec![7u8; keys.len() * 4];
+        for parallel in [false, true] {
+            let sort = |source: &Unlike, payload: Option<Payload<'_>>| {
+                sort_from(source, payload, (0, 0, 30), parallel, |_, _| ()).is_err()
+            };
+            let payload = Some(Payload { data: &data, width: 4 });
+            let honest = Unlike { keys: keys.clone(), flip: 0, skip: 0 };
+            assert!(!sort(&honest, None) && !sort(&honest, payload), "parallel {parallel}");
+            let flipped = Unlike { keys: keys.clone(), flip: 1 << 29, skip: 0 };
+            assert!(sort(&flipped, None) && sort(&flipped, payload), "parallel {parallel}");
+            let short = Unlike { keys: keys.clone(), flip: 0, skip: 1000 };
+            assert!(sort(&short, None) && sort(&short, payload), "parallel {parallel}");
+            // A value short, of a width the slots move as arrays and of another.
+            for width in [4, 3] {
+                let payload = Some(Payload { data: &data[..width * (keys.len() - 1)], width });
+                assert!(sort(&honest, payload), "parallel {parallel} width {width}");
+            }
         }
     }
 
