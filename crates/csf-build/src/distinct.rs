@@ -623,7 +623,7 @@ pub(crate) fn checked_singles(
     match source.indices {
         Indices::Columnar(cols) => {
             let column = |(d, col): (usize, &&[u64])| -> Result<Option<(Dims, u64)>, usize> {
-                let (col, extent, counts) = (&col[..len.min(col.len())], shape[d], counted(d));
+                let (col, extent, counting) = (&col[..len.min(col.len())], shape[d], counted(d));
                 let mut words = bitmap(d);
                 for (b, block) in col.chunks(SCAN_BLOCK).enumerate() {
                     // Checked first, by a predicted branch a coordinate: a
@@ -632,11 +632,11 @@ pub(crate) fn checked_singles(
                     if let Some(at) = block.iter().position(|&c| c >= extent) {
                         return Err(b * SCAN_BLOCK + at);
                     }
-                    if counts {
+                    if counting {
                         block.iter().for_each(|&c| set(&mut words, c));
                     }
                 }
-                Ok(counts.then(|| (1 << d, distinct(&words))))
+                Ok(counting.then(|| (1 << d, distinct(&words))))
             };
             let checked: Vec<Result<Option<(Dims, u64)>, usize>> = if parallel && len >= MIN_CHUNK {
                 cols.par_iter().enumerate().map(column).collect()

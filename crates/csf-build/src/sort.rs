@@ -464,17 +464,14 @@ where
     D: Fn(K) -> usize + Sync + Copy,
     [u8; W]: bytemuck::Pod,
 {
-    if slots.len() % W != 0 || data.len() % W != 0 {
-        // Not whole slots (the builder checks the values' length first).
-        return scatter_gathered(job, (out, slots), Payload { data, width: W });
-    }
-    if data.len() / W < job.source.entries() {
-        // A value short: refused rather than a slot left unwritten (the
-        // builder checks the values' length first).
+    // One value an entry (the builder checks the values' length first): a
+    // value short is refused rather than a slot left unwritten. The slots
+    // are whole by construction (`W` bytes a key).
+    let values = job.source.entries().checked_mul(W).and_then(|n| data.get(..n));
+    let values = values.and_then(|v| bytemuck::try_cast_slice::<u8, [u8; W]>(v).ok());
+    let (Some(data), Ok(slots)) = (values, bytemuck::try_cast_slice_mut::<u8, [u8; W]>(slots)) else {
         return false;
-    }
-    let (slots, data) =
-        (bytemuck::cast_slice_mut::<u8, [u8; W]>(slots), bytemuck::cast_slice::<u8, [u8; W]>(data));
+    };
     scatter(job, (out, slots), move |entry| data.get(entry).copied())
 }
 
