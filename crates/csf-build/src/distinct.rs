@@ -52,13 +52,11 @@
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
 //! 1 MiB, a bucket bitmap (or a fibers' bitmap) of at most 1 MiB and 2
 //! bytes per entry, and a fibers' table of at most `2^16` group starts and
-//! two per key of an average bucket; and
-//! from the second pass on, the last pass's keys (8 bytes per entry, when
-//! all dimensions pack into 64 bits: the next pass scatters them, and
-//! splits big buckets and buckets' cells into them; the first pass
-//! scatters from the input) or, for a bucket too big for one table or
-//! bitmap, a copy of its keys or cells. That is
-//! at most two key arrays, what the sort per set that `Auto` ran before held.
+//! two per key of an average bucket; and, for a bucket counted by fibers,
+//! by parts or by hash tables too big for one, a copy of its keys or cells
+//! (of the biggest such bucket, per thread). That is at most two key
+//! arrays, what the sort per set that `Auto` ran before held, and one on
+//! input whose buckets are even.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -185,7 +183,7 @@ pub(crate) struct Counter<'a> {
     source: &'a Source<'a>,
     parallel: bool,
     known: Known,
-    /// The partition passes' key arrays, kept from pass to pass: a fresh
+    /// The partition passes' key array, kept from pass to pass: a fresh
     /// array of 10M keys costs 20k page faults, a third of its scatter.
     keys: KeyArrays,
     /// The equality masks of an input of at most [`TINY`] entries, once made.
@@ -301,8 +299,8 @@ impl<'a> Counter<'a> {
 
     /// Whether a partition pass by `a` counts `set` (which holds `a`) by
     /// bitmaps (fibers' too), a fraction of what hashing it costs, with keys of every
-    /// dimension (`pass::packs_all`, so that another pass re-scatters the
-    /// last one's keys rather than the input).
+    /// dimension (`pass::packs_all`, so that another pass by `a` counts on
+    /// the keys as they lie in its buckets).
     pub(crate) fn counts_by_bitmap(&self, a: usize, set: Dims) -> bool {
         self.packs_all() && pass::counts_by_bitmap(self.source.shape, a, set, self.source.len)
     }

@@ -373,8 +373,8 @@ impl Step {
 /// own scan would miss L1) is counted in that pass instead of a scan.
 ///
 /// With `bitmaps_first` (the exact search), when the passes' keys hold every
-/// dimension (so that a pass re-scatters the last one's keys, or none when
-/// it is by the same dimension), a pass counts only its sets that a bucket
+/// dimension (so that a later pass by the same dimension counts on the
+/// keys in its buckets, without a scatter), a pass counts only its sets that a bucket
 /// bitmap counts; the sets it would hash wait for the next rounds, where the
 /// bitmap counts and an exact cost of `focus` (hashed first) often rule them
 /// out. On the rank-4 power law that leaves two of four hashed sets

@@ -1,19 +1,19 @@
 //! The partition pass: the entries' packed keys scattered into buckets by one
 //! dimension's top bits, then each set's distinct masked keys counted per bucket.
 //!
+//! Every pass scatters from the input, packing each key as it writes it,
+//! into the one key array the passes share: its pages are mapped by the
+//! first pass only. (Packing the input in input order first and scattering
+//! those keys wrote and read a second array, which cost more than reading
+//! `a`'s coordinates to count the buckets: on a 10M-entry rank-3 power law,
+//! 127 -> 102 ms, and 20,000 fresh pages fewer. Scattering the last pass's
+//! keys into a second array reads 8 bytes an entry rather than 8 a
+//! coordinate, but that array's fresh pages cost more: 58 -> 42 ms for the
+//! second pass on the same file, 8 ms less on the rank-4 power law.)
 //! When every dimension packs into 64 bits, keys hold them all (the *full
-//! layout*, `Plan::full`), whatever the pass's sets: the next pass then
-//! scatters the last pass's keys (8 bytes an entry, read once) rather than
-//! the input (8 bytes a coordinate, read once to count the buckets and once
-//! to write). The first pass scatters from the input, packing each key as
-//! it writes it: packing the input in input order first and scattering
-//! those keys wrote and read a second array of keys, which cost more than
-//! reading `a`'s coordinates to count the buckets (on a 10M-entry rank-3
-//! power law, 127 -> 102 ms, and 20,000 fresh pages fewer in that pass).
-//! From the second pass on, the last pass's array is free while the pass
-//! counts, and big buckets are split into it, each into its own range; and
-//! the keys stay in `a`'s buckets, so that another pass by `a` (of sets the
-//! search asks for later) counts without a scatter. Otherwise a pass packs
+//! layout*, `Plan::full`), whatever the pass's sets, and stay in `a`'s
+//! buckets after the pass, so that another pass by `a` (of sets the search
+//! asks for later) counts without a scatter. Otherwise a pass packs
 //! the dimensions of its sets only, `a` first, scattering from the input.
 //!
 //! Per bucket, a set is counted by a bitmap of its bucket-local cells when
@@ -104,8 +104,8 @@ pub(super) struct Plan {
     fields: Vec<u64>,
     /// Whether `dims` are every dimension in increasing order (when they pack
     /// into 64 bits): the same layout whatever `a` and the sets, so that a
-    /// pass scatters the last pass's keys (8 bytes an entry, in one read)
-    /// rather than the input (8 bytes a coordinate, read twice).
+    /// later pass by `a`, of other sets, counts on this pass's keys as they
+    /// lie in their buckets.
     full: bool,
 }
 
@@ -151,23 +151,13 @@ impl Plan {
         let bucket_bits = bucket_bits(self.widths[self.at], source.len);
         let by =
             Buckets { shift: self.a_shift + self.widths[self.at] - bucket_bits, count: 1 << bucket_bits };
-        // The last pass's keys, when they and this pass's are of the full layout.
-        let last = arrays.scattered.take().filter(|_| self.full);
-        let reuse = last.is_some();
-        // The keys already in buckets by `a` (a pass of more sets by it):
-        // no scatter.
-        let kept = last.filter(|&(dim, _)| dim == self.dims[self.at]).map(|(_, starts)| starts);
-        let (keys, mut spare) = K::arrays(arrays);
-        let input = Input { plan: self, source };
-        let starts = match (kept, spare.as_mut()) {
-            (Some(starts), _) => starts,
-            (None, Some(spare)) if reuse => {
-                // The last pass's keys, scattered, then free to split big
-                // buckets into.
-                std::mem::swap(keys, *spare);
-                by.scatter(keys, parallel, &spare[..])
-            }
-            (None, _) => by.scatter(keys, parallel, &input),
+        // The keys already in buckets by `a` (a pass of more sets by it,
+        // both of the full layout): no scatter.
+        let kept = arrays.scattered.take().filter(|&(dim, _)| self.full && dim == self.dims[self.at]);
+        let keys = K::arrays(arrays);
+        let starts = match kept {
+            Some((_, starts)) => starts,
+            None => by.scatter(keys, parallel, &Input { plan: self, source }),
         };
         let keys = &keys[..];
         let masks = self.masks::<K>();
@@ -182,23 +172,23 @@ impl Plan {
                 }
             }
         }
-        let count = |scratch: &mut Scratch<K>, (range, spare): (Range<usize>, &mut [K])| -> Vec<u64> {
+        let count = |scratch: &mut Scratch<K>, range: Range<usize>| -> Vec<u64> {
             let keys = &keys[range];
             let mut counts: Vec<u64> = masks
                 .iter()
                 .zip(&methods)
                 .map(|(&m, method)| match method {
-                    Method::Bitmap(local) => scratch.local_count(keys, local, spare),
-                    Method::Hash => scratch.distinct(keys, m, spare),
+                    Method::Bitmap(local) => scratch.local_count(keys, local),
+                    Method::Hash => scratch.distinct(keys, m),
                     Method::Fibers { .. } => 0,
                 })
                 .collect();
             for (group, extras) in &fibered {
-                scratch.fibers(keys, group, extras, spare, &mut counts);
+                scratch.fibers(keys, group, extras, &mut counts);
             }
             counts
         };
-        let buckets = bucket_slices(&starts, spare);
+        let buckets: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
         let per_bucket: Vec<Vec<u64>> = if parallel {
             buckets.into_par_iter().map_init(Scratch::default, count).collect()
         } else {
@@ -360,7 +350,7 @@ pub(super) fn fits_bucket_bitmap(set: Dims) -> bool {
     set.count_ones() as usize <= MAX_FIELDS
 }
 
-/// What a pass scatters: keys packed from the input, or the last pass's.
+/// What a pass scatters: keys packed from the input.
 trait Keys<K: PackedKey>: Sync {
     fn len(&self) -> usize;
     /// Calls `f` with the key of every entry of `range`.
@@ -368,16 +358,6 @@ trait Keys<K: PackedKey>: Sync {
     /// Calls `f` with the bucket of every entry of `range`.
     fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
         self.each(range, |k| f(by.of(k)));
-    }
-}
-
-impl<K: PackedKey> Keys<K> for [K] {
-    fn len(&self) -> usize {
-        <[K]>::len(self)
-    }
-    #[inline(always)]
-    fn each(&self, range: Range<usize>, f: impl FnMut(K)) {
-        self[range].iter().copied().for_each(f);
     }
 }
 
@@ -514,22 +494,6 @@ impl Buckets {
         }
         starts
     }
-}
-
-/// The ranges of the buckets of `starts`, each with its own slice of `spare`
-/// (empty without one long enough).
-fn bucket_slices<'s, K>(starts: &[usize], spare: Option<&'s mut Vec<K>>) -> Vec<(Range<usize>, &'s mut [K])> {
-    let mut rest: &mut [K] = match spare {
-        Some(spare) if spare.len() >= starts.last().copied().unwrap_or(0) => spare,
-        _ => &mut [],
-    };
-    let mut buckets = Vec::with_capacity(starts.len());
-    for w in starts.windows(2) {
-        let (mine, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]).min(rest.len()));
-        buckets.push((w[0]..w[1], mine));
-        rest = tail;
-    }
-    buckets
 }
 
 /// Splits `0..n` into chunks: one when not `parallel`, else a few per thread.

@@ -296,11 +296,12 @@ fn sorted_input_gives_the_identity_prefixes() {
     assert_eq!(counter.get(0b001), None);
 }
 
-/// Passes of one counter by one dimension after another: each from the last
-/// pass's keys (all dimensions pack into 64 bits), big buckets split into
-/// the spare key array.
+/// Passes of one counter by one dimension after another, each scattering
+/// into the key array of the pass before (all dimensions pack into 64
+/// bits), and a second pass by the same dimension counting on the keys in
+/// its buckets as they are.
 #[test]
-fn passes_reuse_the_last_pass_keys() {
+fn passes_share_one_key_array_and_keep_their_buckets() {
     let shape = [3u64, 1 << 20, 50, 1 << 12];
     let mut state = 13u64;
     let n = 150_000;

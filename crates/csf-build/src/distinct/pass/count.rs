@@ -60,21 +60,20 @@ impl<K> Default for Scratch<K> {
 impl<K: PackedKey> Scratch<K> {
     /// The number of distinct cells of `keys` by a bit per cell: one bitmap
     /// of every cell, or, for more cells than it holds, a bitmap per part of
-    /// the cells split by their top bits (into `spare` when it holds the
-    /// keys, else into a buffer of this thread's).
-    pub(super) fn local_count(&mut self, keys: &[K], local: &Local, spare: &mut [K]) -> u64 {
+    /// the cells split by their top bits (into this thread's buffer).
+    pub(super) fn local_count(&mut self, keys: &[K], local: &Local) -> u64 {
         // Fixed numbers of fields for the common cases: the loop unrolls.
         match local.fields.len() {
-            0 | 1 => self.local_count_with::<1>(keys, local, spare),
-            2 => self.local_count_with::<2>(keys, local, spare),
-            3 => self.local_count_with::<3>(keys, local, spare),
-            4 => self.local_count_with::<4>(keys, local, spare),
-            _ => self.local_count_with::<MAX_FIELDS>(keys, local, spare),
+            0 | 1 => self.local_count_with::<1>(keys, local),
+            2 => self.local_count_with::<2>(keys, local),
+            3 => self.local_count_with::<3>(keys, local),
+            4 => self.local_count_with::<4>(keys, local),
+            _ => self.local_count_with::<MAX_FIELDS>(keys, local),
         }
     }
 
     /// `local_count` for at most `N` fields.
-    fn local_count_with<const N: usize>(&mut self, keys: &[K], local: &Local, spare: &mut [K]) -> u64 {
+    fn local_count_with<const N: usize>(&mut self, keys: &[K], local: &Local) -> u64 {
         let steps = local.steps::<N>();
         let cell = |k: K| cell_of(k, &steps);
         if local.bits <= local.part_bits {
@@ -86,7 +85,7 @@ impl<K: PackedKey> Scratch<K> {
             let c = cell(k);
             (c >> part_bits, K::from_u64((c & low) as u64))
         };
-        self.by_parts(keys, 1 << (local.bits - part_bits), split, spare, |scratch, part| {
+        self.by_parts(keys, 1 << (local.bits - part_bits), split, |scratch, part| {
             scratch.bitmap_count(part.iter().map(|&c| c.low64(0) as usize), part.len(), part_bits)
         })
     }
@@ -98,10 +97,9 @@ impl<K: PackedKey> Scratch<K> {
         keys: &[K],
         parts: usize,
         split: impl Fn(K) -> (usize, K),
-        spare: &mut [K],
         mut count: impl FnMut(&mut Self, &[K]) -> u64,
     ) -> u64 {
-        self.split_by(keys, parts, split, spare, |scratch, values, ends| {
+        self.split_by(keys, parts, split, |scratch, values, ends| {
             let mut from = 0;
             let mut total = 0;
             for &to in ends {
@@ -113,8 +111,8 @@ impl<K: PackedKey> Scratch<K> {
     }
 
     /// Splits `keys` into `parts` parts by `split(key) = (part, value)`, each
-    /// part's values side by side (in `spare` when it holds the keys, else in
-    /// a buffer of this thread's), and calls `then` with the values and each
+    /// part's values side by side in this thread's buffer (grown to the
+    /// biggest bucket and kept), and calls `then` with the values and each
     /// part's end (part `p` is `ends[p - 1]..ends[p]`, the first from 0).
     /// `split` runs twice a key (to size the parts, then to fill them)
     /// rather than a third array: memory stays at the keys and one copy.
@@ -123,7 +121,6 @@ impl<K: PackedKey> Scratch<K> {
         keys: &[K],
         parts: usize,
         split: impl Fn(K) -> (usize, K),
-        spare: &mut [K],
         then: impl FnOnce(&mut Self, &[K], &[usize]) -> R,
     ) -> R {
         let (mut buffer, mut starts) = (std::mem::take(&mut self.split), std::mem::take(&mut self.starts));
@@ -135,13 +132,9 @@ impl<K: PackedKey> Scratch<K> {
         for p in 0..parts {
             starts[p + 1] += starts[p];
         }
-        let values = if spare.len() >= keys.len() {
-            &mut spare[..keys.len()]
-        } else {
-            buffer.clear();
-            buffer.resize(keys.len(), K::default());
-            &mut buffer[..]
-        };
+        buffer.clear();
+        buffer.resize(keys.len(), K::default());
+        let values = &mut buffer[..];
         // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
         for &k in keys {
             let (p, v) = split(k);
@@ -181,8 +174,8 @@ impl<K: PackedKey> Scratch<K> {
     }
 
     /// Counts sets by fibers: `keys` grouped by their cell of `group` (a
-    /// counting sort, into `spare` when it holds the keys, else into a buffer
-    /// of this thread's), then, for each `(set, extra)` of `extras`, the
+    /// counting sort into this thread's buffer), then, for each `(set,
+    /// extra)` of `extras`, the
     /// distinct cells of `extra` within each group added to `out[set]`.
     /// A set of the group's fields and an extra's is counted exactly: two
     /// keys share its projection when they share both cells. A group's
@@ -190,20 +183,13 @@ impl<K: PackedKey> Scratch<K> {
     /// so a key costs a bit set in cache per set, where the
     /// set's bitmap over the bucket's cells would miss the caches (or a
     /// hash table take a probe).
-    pub(super) fn fibers(
-        &mut self,
-        keys: &[K],
-        group: &Local,
-        extras: &[(usize, Local)],
-        spare: &mut [K],
-        out: &mut [u64],
-    ) {
+    pub(super) fn fibers(&mut self, keys: &[K], group: &Local, extras: &[(usize, Local)], out: &mut [u64]) {
         let fields =
             extras.iter().map(|(_, x)| x.fields.len()).chain([group.fields.len()]).max().unwrap_or(0);
         // Fixed numbers of fields for the common cases: the loops unroll.
         match fields {
-            0..=2 => self.fibers_with::<2>(keys, group, extras, spare, out),
-            _ => self.fibers_with::<MAX_FIELDS>(keys, group, extras, spare, out),
+            0..=2 => self.fibers_with::<2>(keys, group, extras, out),
+            _ => self.fibers_with::<MAX_FIELDS>(keys, group, extras, out),
         }
     }
 
@@ -213,7 +199,6 @@ impl<K: PackedKey> Scratch<K> {
         keys: &[K],
         group: &Local,
         extras: &[(usize, Local)],
-        spare: &mut [K],
         out: &mut [u64],
     ) {
         if keys.len() <= 1 {
@@ -222,7 +207,7 @@ impl<K: PackedKey> Scratch<K> {
         }
         let steps = group.steps::<N>();
         let by_group = |k: K| (cell_of(k, &steps), k);
-        self.split_by(keys, 1 << group.bits, by_group, spare, |scratch, sorted, ends| {
+        self.split_by(keys, 1 << group.bits, by_group, |scratch, sorted, ends| {
             for (set, extra) in extras {
                 out[*set] += scratch.fiber_count(sorted, ends, extra.steps::<N>(), extra.bits);
             }
@@ -255,8 +240,8 @@ impl<K: PackedKey> Scratch<K> {
 
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
     /// one table in cache is split by hash into parts that each fit one
-    /// (`by_parts`, into `spare` when it holds the keys).
-    pub(super) fn distinct(&mut self, keys: &[K], mask: K, spare: &mut [K]) -> u64 {
+    /// (`by_parts`).
+    pub(super) fn distinct(&mut self, keys: &[K], mask: K) -> u64 {
         if keys.len() <= TABLE_KEYS {
             return self.table_count(keys.iter().map(|&k| (k & mask).premix()), keys.len(), 0);
         }
@@ -265,7 +250,7 @@ impl<K: PackedKey> Scratch<K> {
             let v = (k & mask).premix();
             ((v.spread() >> (64 - part_bits)) as usize, v)
         };
-        self.by_parts(keys, 1 << part_bits, split, spare, |scratch, part| {
+        self.by_parts(keys, 1 << part_bits, split, |scratch, part| {
             scratch.table_count(part.iter().copied(), part.len(), part_bits)
         })
     }

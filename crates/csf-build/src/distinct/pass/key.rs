@@ -22,23 +22,19 @@ pub(crate) trait PackedKey:
     fn premix(self) -> Self;
     /// 64 well-spread bits of a premixed key, to pick a part and a slot.
     fn spread(self) -> u64;
-    /// The kept arrays for keys of this type: the pass's, and the spare.
-    fn arrays(arrays: &mut KeyArrays) -> (&mut Vec<Self>, Option<&mut Vec<Self>>);
+    /// The kept array for keys of this type (the other width's is let go).
+    fn arrays(arrays: &mut KeyArrays) -> &mut Vec<Self>;
 }
 
-/// Key arrays of both widths, reused by the passes of one `Counter`.
+/// The key array of the passes of one `Counter`, of one width at a time,
+/// reused from pass to pass (its pages are mapped once).
 #[derive(Default)]
 pub(crate) struct KeyArrays {
     narrow: Vec<u64>,
     wide: Vec<u128>,
-    /// The other array of keys of the full layout (`Plan::full`): the last
-    /// pass's keys, which the next pass scatters from, then splits big
-    /// buckets into.
-    spare: Vec<u64>,
     /// When `narrow` holds every entry's key in the full layout, in the last
-    /// pass's bucket order: that pass's dimension and bucket starts (the next
-    /// pass scatters those keys, or, by the same dimension, counts on them
-    /// as they are).
+    /// pass's bucket order: that pass's dimension and bucket starts (a pass
+    /// by the same dimension counts on those keys as they are).
     pub(in crate::distinct) scattered: Option<(usize, Vec<usize>)>,
 }
 
@@ -77,9 +73,9 @@ impl PackedKey for u64 {
     fn spread(self) -> u64 {
         self
     }
-    fn arrays(arrays: &mut KeyArrays) -> (&mut Vec<Self>, Option<&mut Vec<Self>>) {
+    fn arrays(arrays: &mut KeyArrays) -> &mut Vec<Self> {
         arrays.wide = Vec::new(); // one width at a time
-        (&mut arrays.narrow, Some(&mut arrays.spare))
+        &mut arrays.narrow
     }
 }
 
@@ -113,10 +109,10 @@ impl PackedKey for u128 {
     fn spread(self) -> u64 {
         ((self as u64) ^ ((self >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).premix()
     }
-    fn arrays(arrays: &mut KeyArrays) -> (&mut Vec<Self>, Option<&mut Vec<Self>>) {
+    fn arrays(arrays: &mut KeyArrays) -> &mut Vec<Self> {
         // One width at a time; `u128` keys are never of the full layout
-        // (it packs into 64 bits), so they have no spare.
-        (arrays.narrow, arrays.spare, arrays.scattered) = (Vec::new(), Vec::new(), None);
-        (&mut arrays.wide, None)
+        // (it packs into 64 bits).
+        (arrays.narrow, arrays.scattered) = (Vec::new(), None);
+        &mut arrays.wide
     }
 }
