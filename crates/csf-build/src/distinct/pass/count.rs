@@ -132,9 +132,12 @@ impl<K: PackedKey> Scratch<K> {
         for p in 0..parts {
             starts[p + 1] += starts[p];
         }
-        buffer.clear();
-        buffer.resize(keys.len(), K::default());
-        let values = &mut buffer[..];
+        // Grown only (its old contents are overwritten part by part), not
+        // zeroed again for every bucket.
+        if buffer.len() < keys.len() {
+            buffer.resize(keys.len(), K::default());
+        }
+        let values = &mut buffer[..keys.len()];
         // `starts[p]` moves through part `p` as it fills, ending at part `p + 1`'s start.
         for &k in keys {
             let (p, v) = split(k);
