@@ -5,6 +5,8 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use crate::key::Key;
 use crate::sort::chunks;
 
@@ -242,13 +244,13 @@ impl ChunkPlan {
     /// each chunk's moved down from its first key's index to its place, in
     /// chunk order (a chunk's place ends where the next chunk's begins, at or
     /// below that chunk's first key), and the words cut to the level's length.
+    /// Each move runs on every thread (`move_down`): the chunks are many
+    /// only on a parallel build, whose threads would otherwise wait.
     pub(super) fn settle_shared(&self, mut words: Vec<u64>, levels: &mut UpperLevels) {
         let level = self.totals.len() - 2;
         for c in 1..self.chunks.len() {
             let (from, to, count) = (self.keys_of(c).start, self.bases[c][level], self.opened[c][level]);
-            if from != to {
-                words.copy_within(from..from + count, to);
-            }
+            move_down(&mut words, from..from + count, to);
         }
         words.truncate(self.totals[level]);
         words.shrink_to_fit();
@@ -279,6 +281,37 @@ impl ChunkPlan {
                 values.copy_within(start * width..(start + count) * width, at * width);
             }
         }
+    }
+}
+
+/// A move shorter than this many words runs on one thread: splitting it
+/// costs more than it saves.
+const PARALLEL_MOVE: usize = 1 << 16;
+
+/// `words.copy_within(from, to)` for `to <= from.start`, on the thread
+/// pool when long: in steps no longer than the distance moved, so that a
+/// step's source and destination are disjoint (the steps before it have read
+/// every word it overwrites), each step's words split among the threads.
+fn move_down(words: &mut [u64], from: Range<usize>, to: usize) {
+    let distance = from.start - to;
+    if distance == 0 {
+        return;
+    }
+    if distance < PARALLEL_MOVE || from.len() < PARALLEL_MOVE {
+        words.copy_within(from, to);
+        return;
+    }
+    let share = |len: usize| len.div_ceil(rayon::current_num_threads()).max(PARALLEL_MOVE / 4);
+    let mut at = from.start;
+    while at < from.end {
+        let len = distance.min(from.end - at);
+        let (below, rest) = words.split_at_mut(at);
+        let (target, source) = (&mut below[at - distance..at - distance + len], &rest[..len]);
+        target
+            .par_chunks_mut(share(len))
+            .zip(source.par_chunks(share(len)))
+            .for_each(|(t, s)| t.copy_from_slice(s));
+        at += len;
     }
 }
 
@@ -319,4 +352,37 @@ fn take_front<'a, T>(rest: &mut &'a mut [T], len: usize) -> &'a mut [T] {
     let (front, back) = std::mem::take(rest).split_at_mut(len);
     *rest = back;
     front
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Moves of every shape against `copy_within`: shorter than a step and
+    /// longer, moved by less than their length (several steps, each
+    /// overwriting words the one before read) and by more, short ones on one
+    /// thread, and none.
+    #[test]
+    fn moves_down_as_copy_within_does() {
+        let n = 6 * PARALLEL_MOVE;
+        let words: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let p = PARALLEL_MOVE;
+        let cases = [
+            (p..4 * p, 0),             // by a third of its length: three steps
+            (2 * p..6 * p, p),         // by a quarter: four steps
+            (p + 3..6 * p - 5, 7),     // by little: one thread
+            (3 * p..3 * p + 100, 0),   // short: one thread
+            (3 * p..4 * p + 10, 0),    // by more than its length: one step
+            (2 * p..2 * p + p + 1, p), // a last step of one word
+            (4 * p..4 * p, 0),         // empty
+            (p..5 * p, p),             // not moved
+        ];
+        for (from, to) in cases {
+            let mut expected = words.clone();
+            expected.copy_within(from.clone(), to);
+            let mut moved = words.clone();
+            move_down(&mut moved, from.clone(), to);
+            assert!(moved == expected, "{from:?} to {to}");
+        }
+    }
 }
