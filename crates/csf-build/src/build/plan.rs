@@ -288,15 +288,16 @@ impl ChunkPlan {
 /// costs more than it saves.
 const PARALLEL_MOVE: usize = 1 << 16;
 
-/// `words.copy_within(from, to)` for `to <= from.start`, on the thread
-/// pool when long: in steps no longer than the distance moved, so that a
-/// step's source and destination are disjoint (the steps before it have read
-/// every word it overwrites), each step's words split among the threads.
+/// `words.copy_within(from, to)`, on the thread pool when it moves many
+/// words down by many: in steps no longer than the distance moved, so that
+/// a step's source and destination are disjoint (the steps before it have
+/// read every word it overwrites), each step's words split among the threads.
 fn move_down(words: &mut [u64], from: Range<usize>, to: usize) {
-    let distance = from.start - to;
-    if distance == 0 {
+    if to == from.start {
         return;
     }
+    // (A move up, which the plan never asks for, is `copy_within`'s.)
+    let distance = from.start.saturating_sub(to);
     if distance < PARALLEL_MOVE || from.len() < PARALLEL_MOVE {
         words.copy_within(from, to);
         return;
@@ -376,6 +377,7 @@ mod tests {
             (2 * p..2 * p + p + 1, p), // a last step of one word
             (4 * p..4 * p, 0),         // empty
             (p..5 * p, p),             // not moved
+            (p..3 * p, 2 * p),         // up, on one thread
         ];
         for (from, to) in cases {
             let mut expected = words.clone();
