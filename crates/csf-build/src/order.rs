@@ -373,9 +373,9 @@ impl Step {
 /// own scan would miss L1) is counted in that pass instead of a scan.
 ///
 /// With `bitmaps_first` (the exact search), when the passes' keys hold every
-/// dimension (so that a later pass by the same dimension counts on the
-/// keys in its buckets, without a scatter), a pass counts only its sets that a bucket
-/// bitmap counts; the sets it would hash wait for the next rounds, where the
+/// dimension (so that a later pass by the same dimension counts on the keys
+/// in its buckets, without a scatter), a pass counts only its sets that a
+/// bucket bitmap counts; the sets it would hash wait for the next rounds, where the
 /// bitmap counts and an exact cost of `focus` (hashed first) often rule them
 /// out. On the rank-4 power law that leaves two of four hashed sets
 /// (docs/benchmarks-history.md, "Auto", "Bitmaps before hashing").

@@ -302,16 +302,13 @@ fn move_down(words: &mut [u64], from: Range<usize>, to: usize) {
         words.copy_within(from, to);
         return;
     }
-    let share = |len: usize| len.div_ceil(rayon::current_num_threads()).max(PARALLEL_MOVE / 4);
     let mut at = from.start;
     while at < from.end {
         let len = distance.min(from.end - at);
+        let share = len.div_ceil(rayon::current_num_threads()).max(PARALLEL_MOVE / 4);
         let (below, rest) = words.split_at_mut(at);
         let (target, source) = (&mut below[at - distance..at - distance + len], &rest[..len]);
-        target
-            .par_chunks_mut(share(len))
-            .zip(source.par_chunks(share(len)))
-            .for_each(|(t, s)| t.copy_from_slice(s));
+        target.par_chunks_mut(share).zip(source.par_chunks(share)).for_each(|(t, s)| t.copy_from_slice(s));
         at += len;
     }
 }

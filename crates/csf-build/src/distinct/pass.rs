@@ -350,29 +350,20 @@ pub(super) fn fits_bucket_bitmap(set: Dims) -> bool {
     set.count_ones() as usize <= MAX_FIELDS
 }
 
-/// What a pass scatters: keys packed from the input.
-trait Keys<K: PackedKey>: Sync {
-    fn len(&self) -> usize;
-    /// Calls `f` with the key of every entry of `range`.
-    fn each(&self, range: Range<usize>, f: impl FnMut(K));
-    /// Calls `f` with the bucket of every entry of `range`.
-    fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
-        self.each(range, |k| f(by.of(k)));
-    }
-}
-
-/// The input's entries, packed by a plan.
+/// The input's entries, packed by a plan: what a pass scatters.
 struct Input<'p, 's> {
     plan: &'p Plan,
     source: &'p Source<'s>,
 }
 
-impl<K: PackedKey> Keys<K> for Input<'_, '_> {
+impl Input<'_, '_> {
     fn len(&self) -> usize {
         self.source.len
     }
+
+    /// Calls `f` with the key of every entry of `range`.
     #[inline(always)]
-    fn each(&self, range: Range<usize>, f: impl FnMut(K)) {
+    fn each<K: PackedKey>(&self, range: Range<usize>, f: impl FnMut(K)) {
         // The common numbers of dimensions as constants: the packing loop
         // unrolls with its widths in registers.
         match self.plan.dims.len() {
@@ -388,17 +379,16 @@ impl<K: PackedKey> Keys<K> for Input<'_, '_> {
             }
         }
     }
-    /// Reads `a`'s coordinates alone.
+    /// Calls `f` with the bucket of every entry of `range`, reading `a`'s
+    /// coordinates alone.
     fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
         let shift = by.shift - self.plan.a_shift;
         project(self.source, &self.plan.dims[self.plan.at..=self.plan.at], range, |_, c| {
             f(c[0].checked_shr(shift).unwrap_or(0) as usize & (by.count - 1))
         });
     }
-}
 
-impl Input<'_, '_> {
-    /// `Keys::each` for a plan of `N` dimensions.
+    /// `each` for a plan of `N` dimensions.
     #[inline(always)]
     fn each_with<K: PackedKey, const N: usize>(&self, range: Range<usize>, mut f: impl FnMut(K)) {
         let dims: [usize; N] = std::array::from_fn(|i| self.plan.dims[i]);
@@ -443,12 +433,7 @@ impl Buckets {
     /// Every key of `from` written into `keys`, grouped into buckets; bucket
     /// `b` is `keys[starts[b]..starts[b + 1]]`. Chunks of keys count their
     /// buckets, then write into disjoint sub-slices, in parallel.
-    fn scatter<K: PackedKey>(
-        &self,
-        keys: &mut Vec<K>,
-        parallel: bool,
-        from: &(impl Keys<K> + ?Sized),
-    ) -> Vec<usize> {
+    fn scatter<K: PackedKey>(&self, keys: &mut Vec<K>, parallel: bool, from: &Input<'_, '_>) -> Vec<usize> {
         let chunks = chunks(from.len(), parallel);
         let count = |range: &Range<usize>| {
             let mut counts = vec![0usize; self.count];

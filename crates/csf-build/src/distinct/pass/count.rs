@@ -178,8 +178,8 @@ impl<K: PackedKey> Scratch<K> {
 
     /// Counts sets by fibers: `keys` grouped by their cell of `group` (a
     /// counting sort into this thread's buffer), then, for each `(set,
-    /// extra)` of `extras`, the
-    /// distinct cells of `extra` within each group added to `out[set]`.
+    /// extra)` of `extras`, the distinct cells of `extra` within each group
+    /// added to `out[set]`.
     /// A set of the group's fields and an extra's is counted exactly: two
     /// keys share its projection when they share both cells. A group's
     /// keys are few and an extra's bitmap small (at most 512 KiB, in L2),
