@@ -198,6 +198,17 @@ impl<'a> Counter<'a> {
         Self { source, parallel, known, keys: KeyArrays::default(), tiny: None }
     }
 
+    /// A counter whose partition passes write their keys into `scratch`
+    /// (see `KeyArrays::lending`), given back by [`Counter::into_scratch`].
+    pub(crate) fn lending(source: &'a Source<'a>, parallel: bool, scratch: Vec<u64>) -> Self {
+        Self { keys: KeyArrays::lending(scratch), ..Self::new(source, parallel) }
+    }
+
+    /// The array lent to [`Counter::lending`], its contents overwritten.
+    pub(crate) fn into_scratch(self) -> Vec<u64> {
+        self.keys.into_lent()
+    }
+
     /// `D(set)` if it has been counted.
     pub(crate) fn get(&self, set: Dims) -> Option<u64> {
         if set == 0 {
@@ -236,6 +247,9 @@ impl<'a> Counter<'a> {
             None => true,
         };
         let sorted = match self.source.indices {
+            // Keys are packed only of input found out of identity order
+            // (`build/packed.rs`): the scan would stop at that descent.
+            _ if self.source.packed.is_some() => false,
             Indices::RowMajor(flat) => {
                 let rows = || flat.chunks_exact(rank.max(1));
                 rows().zip(rows().skip(1)).all(|(p, n)| {
@@ -276,8 +290,7 @@ impl<'a> Counter<'a> {
 
     /// Whether `set` is counted by a bitmap scan.
     pub(crate) fn is_dense(&self, set: Dims) -> bool {
-        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).max(MIN_BITS);
-        self.cells(set).is_some_and(|c| c <= DENSE_BITS.min(budget))
+        is_dense(self.source.shape, self.source.len, set)
     }
 
     /// Whether a partition pass by `a` counts the dense `set` for less than a
@@ -329,7 +342,7 @@ impl<'a> Counter<'a> {
             return;
         }
         // The bitmaps' memory budget is the key array's: let it go first.
-        self.keys = KeyArrays::default();
+        self.keys.release();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
         let scanned = self.derivations(sets);
         if scanned.is_empty() {
@@ -574,6 +587,14 @@ impl TinyMasks {
     }
 }
 
+/// Whether `set` of `shape` is counted by a bitmap scan over `entries`
+/// entries (its cells few enough), not by a partition pass.
+pub(crate) fn is_dense(shape: &[u64], entries: usize, set: Dims) -> bool {
+    let budget = BITS_PER_ENTRY.saturating_mul(entries as u64).max(MIN_BITS);
+    let cells = dims_of(set).try_fold(1u64, |p, d| p.checked_mul(shape[d]));
+    cells.is_some_and(|c| c <= DENSE_BITS.min(budget))
+}
+
 /// The crate's bounds check: whether every coordinate is inside the shape,
 /// reading each block of coordinates once. With `count` (`Auto`, which
 /// reads every coordinate before it counts), it also counts `D({d})` of
@@ -619,6 +640,12 @@ pub(crate) fn checked_singles(
     };
     let distinct = |words: &[u64]| words.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
     match source.indices {
+        // (Keys are packed only of input checked already; the check, as any
+        // reader of a packed source, reads the coordinates out of them.)
+        _ if source.packed.is_some() => {
+            let outside = |e: usize| (0..shape.len()).any(|d| source.coord(e, d) >= shape[d]);
+            (0..len).find(|&e| outside(e)).map_or(Ok(Vec::new()), Err)
+        }
         Indices::Columnar(cols) => {
             let column = |(d, col): (usize, &&[u64])| -> Result<Option<(Dims, u64)>, usize> {
                 let (col, extent, counting) = (&col[..len.min(col.len())], shape[d], counted(d));
@@ -678,6 +705,15 @@ pub(super) fn project(
 ) {
     let mut c = [0u64; 64];
     let k = dims.len();
+    if let Some(packed) = source.packed {
+        for (entry, &key) in range.clone().zip(&packed.keys[range]) {
+            for (c, &d) in c.iter_mut().zip(dims) {
+                *c = packed.coord_of(key, d);
+            }
+            f(entry, &c[..k]);
+        }
+        return;
+    }
     match source.indices {
         Indices::RowMajor(flat) => {
             let rank = source.shape.len();

@@ -434,7 +434,7 @@ impl Range {
 pub fn shape_of(indices: Indices<'_>, rank: usize) -> Result<Vec<u64>, BuildError> {
     check_rank(rank)?;
     let len = build::entry_count(indices, rank)?;
-    let source = Source { shape: &vec![0; rank], indices, len };
+    let source = Source { shape: &vec![0; rank], indices, len, packed: None };
     let mut shape = vec![0u64; rank];
     for entry in 0..len {
         for (dim, extent) in shape.iter_mut().enumerate() {
@@ -456,6 +456,30 @@ pub(crate) struct Source<'a> {
     pub(crate) shape: &'a [u64],
     pub(crate) indices: Indices<'a>,
     pub(crate) len: usize,
+    /// The entries as keys packed in identity order (`build_owned`'s
+    /// `Auto`, which counts over them, see `build/packed.rs`): every
+    /// coordinate is read out of the keys, and `indices` is not read. Only
+    /// `Auto`'s counting reads a source that has them.
+    pub(crate) packed: Option<Packed<'a>>,
+}
+
+/// Every entry's key in input order: its coordinates packed by `layout`, a
+/// layout of the identity order (level `d` is dimension `d`), so that
+/// `key >> layout.position_bits` is the full layout of `Auto`'s partition
+/// passes (every dimension, the first in the highest bits, each in the bits
+/// its extent needs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Packed<'a> {
+    pub(crate) keys: &'a [u64],
+    pub(crate) layout: &'a key::Layout,
+}
+
+impl Packed<'_> {
+    /// Dimension `dim`'s coordinate in `key`.
+    #[inline(always)]
+    pub(crate) fn coord_of(&self, key: u64, dim: usize) -> u64 {
+        key >> self.layout.shift[dim] & self.layout.mask[dim]
+    }
 }
 
 impl Source<'_> {
@@ -470,6 +494,9 @@ impl Source<'_> {
 
     #[inline]
     pub(crate) fn coord(&self, entry: usize, dim: usize) -> u64 {
+        if let Some(packed) = self.packed {
+            return packed.coord_of(packed.keys[entry], dim);
+        }
         match self.indices {
             Indices::RowMajor(flat) => flat[entry * self.shape.len() + dim],
             Indices::Columnar(cols) => cols[dim][entry],

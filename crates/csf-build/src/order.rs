@@ -102,11 +102,24 @@ const SEARCH_WORK: usize = 12;
 /// in identity order (its first scan tells). `counted`: counts found
 /// before (the singles that `distinct::checked_singles` counted).
 pub(crate) fn choose(source: &Source<'_>, parallel: bool, counted: &[(Dims, u64)]) -> (AutoChoice, bool) {
+    let (choice, in_identity_order, _) = choose_lending(source, parallel, counted, Vec::new());
+    (choice, in_identity_order)
+}
+
+/// [`choose`], its partition passes writing their keys into `scratch`
+/// (memory the caller lends; `Counter::lending`), which it gives back,
+/// its contents overwritten.
+pub(crate) fn choose_lending(
+    source: &Source<'_>,
+    parallel: bool,
+    counted: &[(Dims, u64)],
+    scratch: Vec<u64>,
+) -> (AutoChoice, bool, Vec<u64>) {
     let rank = source.shape.len();
     let identity: Vec<u32> = (0..rank as u32).collect();
     let mut shortest_first = identity.clone();
     shortest_first.sort_by_key(|&d| source.shape[d as usize]); // stable: ties keep identity order
-    let mut counter = Counter::new(source, parallel);
+    let mut counter = Counter::lending(source, parallel, scratch);
     counter.counted(counted);
     // Input in identity order (as files often are) gives the identity's sets in one scan.
     let in_identity_order = counter.count_sorted_prefixes();
@@ -151,7 +164,8 @@ pub(crate) fn choose(source: &Source<'_>, parallel: bool, counted: &[(Dims, u64)
     if references[1] != references[0] {
         compared.push((references[1].clone(), size(&references[1])));
     }
-    (AutoChoice { index_bytes: size(&mode_order), compared, mode_order }, in_identity_order)
+    let choice = AutoChoice { index_bytes: size(&mode_order), compared, mode_order };
+    (choice, in_identity_order, counter.into_scratch())
 }
 
 /// The cheapest order of `0..rank` when every set is counted: `preferred`
@@ -568,7 +582,12 @@ mod tests {
     fn bitmap_counts_spare_the_hashed_sets_they_rule_out() {
         let shape = [500u64, 5000, 50_000, 500_000];
         let tensor = synthetic(&shape, 200_000, Distribution::PowerLaw { skew: 3.0 }, 7);
-        let source = Source { shape: &shape, indices: Indices::RowMajor(&tensor.indices), len: tensor.len() };
+        let source = Source {
+            shape: &shape,
+            indices: Indices::RowMajor(&tensor.indices),
+            len: tensor.len(),
+            packed: None,
+        };
         let mut counter = Counter::new(&source, false);
         let identity: Vec<u32> = vec![0, 1, 2, 3];
         let chosen = Search::new(4, None).run(&mut counter, &[identity], None);

@@ -57,7 +57,7 @@ pub fn build_at(coo: &Coo<'_>, positions: &[u64], options: &Options) -> Result<B
     }
     let mut order: Vec<usize> = (0..len).collect();
     order.sort_by_key(|&i| positions.get(i).copied().unwrap_or(u64::MAX));
-    let source = &Source { shape: coo.shape, indices: coo.indices, len };
+    let source = &Source { shape: coo.shape, indices: coo.indices, len, packed: None };
     let coords: Vec<u64> = order.iter().flat_map(|&i| (0..rank).map(move |d| source.coord(i, d))).collect();
     let slots = Slots::new(coo.element_type, &coo.values, len);
     let sorted_slots: Vec<u8> = order.iter().flat_map(|&i| slots.slot(i).iter().copied()).collect();

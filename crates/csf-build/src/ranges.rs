@@ -60,7 +60,7 @@ impl KeyRanges {
         check_permutation(mode_order, rank)?;
         let len = entry_count(sample, rank)?;
         let shape = vec![0; rank];
-        let source = Source { shape: &shape, indices: sample, len };
+        let source = Source { shape: &shape, indices: sample, len, packed: None };
         let stride = len.div_ceil(QUANTILE_SAMPLE).max(1);
         let keys: Vec<Vec<u64>> = (0..len)
             .step_by(stride)
@@ -130,7 +130,7 @@ impl KeyRanges {
         let rank = self.mode_order.len();
         let len = entry_count(indices, rank)?;
         let shape = vec![0; rank];
-        let source = Source { shape: &shape, indices, len };
+        let source = Source { shape: &shape, indices, len, packed: None };
         Ok((0..len)
             .map(|entry| {
                 let key = self.mode_order.iter().map(|&d| source.coord(entry, d as usize));

@@ -34,6 +34,16 @@ pub(super) struct InPlace {
     pub(super) writer: Writer,
     /// See `BuildJob::ordered`.
     pub(super) ordered: u32,
+    /// The keys packed over the first level's column already (by `Auto`,
+    /// which counted over them: `packed.rs`), with the counts that `pack`
+    /// returned.
+    pub(super) packed: Option<Counted>,
+}
+
+/// What [`pack`] did: the top digit it counted, each chunk's counts.
+pub(super) struct Counted {
+    pub(super) top: TopDigit,
+    pub(super) counted: Vec<Vec<usize>>,
 }
 
 /// What the sort needs to know of the build besides the columns.
@@ -56,7 +66,7 @@ impl InPlace {
     /// shape, or under [`Duplicates::Error`] the first two entries at one
     /// index, as the borrowed path reports them.
     pub(super) fn sort(
-        &self,
+        self,
         columns: &mut [Vec<u64>],
         settings: &Settings<'_>,
     ) -> Result<SortedTree<u64>, BuildError> {
@@ -66,10 +76,12 @@ impl InPlace {
         let (key_dim, into_dim) = (mode_order[0] as usize, mode_order[1] as usize);
         let mut keys = std::mem::take(&mut columns[key_dim]);
         let (lo, hi) = (layout.position_bits, layout.total_bits());
-        let top = TopDigit::new(keys.len(), lo, hi);
-        let counted = match pack(&mut keys, columns, (mode_order, &layout, top), writer.parallel) {
-            Ok(counted) => counted,
-            Err(entry) => return Err(out_of_bounds(entry, &keys, columns, key_dim, shape)),
+        let Counted { top, counted } = match self.packed {
+            Some(packed) => packed,
+            None => match pack_over(&mut keys, columns, mode_order, &layout, writer.parallel) {
+                Ok(packed) => packed,
+                Err(entry) => return Err(out_of_bounds(entry, &keys, columns, key_dim, shape)),
+            },
         };
         let into = std::mem::take(&mut columns[into_dim]);
         // The last level's column (neither of the two above: rank >= 3)
@@ -100,6 +112,19 @@ impl InPlace {
         columns[key_dim] = keys;
         tree.map_err(|key| duplicate_error(key, &columns[key_dim], &layout, mode_order))
     }
+}
+
+/// [`pack`] on the top digit of a sort of all of `layout`'s bits.
+pub(super) fn pack_over(
+    keys: &mut [u64],
+    columns: &[Vec<u64>],
+    mode_order: &[u32],
+    layout: &Layout,
+    parallel: bool,
+) -> Result<Counted, usize> {
+    let top = TopDigit::new(keys.len(), layout.position_bits, layout.total_bits());
+    let counted = pack(keys, columns, (mode_order, layout, top), parallel)?;
+    Ok(Counted { top, counted })
 }
 
 /// Writes each entry's key (its coordinates packed by `layout`, the
@@ -166,7 +191,7 @@ fn pack(
 
 /// The error for `entry`, the first outside the shape (its coordinates are
 /// as the input gave them: `pack` stopped before it).
-fn out_of_bounds(
+pub(super) fn out_of_bounds(
     entry: usize,
     keys: &[u64],
     columns: &[Vec<u64>],

@@ -12,6 +12,7 @@ mod comparison;
 mod fill;
 mod in_place;
 mod keyer;
+mod packed;
 mod plan;
 mod radix;
 mod reorder;
@@ -101,8 +102,14 @@ pub fn build(coo: &Coo<'_>, options: &Options) -> Result<Built, BuildError> {
 /// As [`build`].
 pub fn build_owned(coo: OwnedCoo, options: &Options) -> Result<Built, BuildError> {
     let OwnedCoo { shape, mut columns, element_type, mut values } = coo;
+    // `Auto` of input out of order counts over keys packed over a column.
+    let chosen = match packed::auto_over_packed(&shape, &mut columns, element_type, &mut values, options)? {
+        packed::Early::Built(built) => return Ok(built),
+        packed::Early::Chosen(chosen) => Some(chosen),
+        packed::Early::Declined => None,
+    };
     let first = with_borrowed(&shape, &columns, element_type, &values, |coo| {
-        let plan = Plan::new(coo, options, None)?;
+        let plan = Plan::new(coo, options, chosen)?;
         if plan.slots.is_input() {
             Ok(Err(plan.chosen))
         } else {
@@ -218,7 +225,7 @@ impl<'a> Plan<'a> {
         check_rank(rank)?;
         let len = entry_count(coo.indices, rank)?;
         check_values_len(coo, len)?;
-        let source = Source { shape: coo.shape, indices: coo.indices, len };
+        let source = Source { shape: coo.shape, indices: coo.indices, len, packed: None };
         let slots = Slots::new(coo.element_type, &coo.values, len);
         if options.duplicates == Duplicates::Sum {
             slots.can_sum()?;
@@ -304,7 +311,7 @@ impl Staged {
             Stage::InPlace(job) => {
                 let payload = Payload { data: &values, width };
                 let settings = in_place::Settings { shape: &shape, mode_order: &mode_order, payload };
-                let tree = job.sort(&mut columns, &settings)?;
+                let tree = (*job).sort(&mut columns, &settings)?;
                 // The key column and those of the levels below the second
                 // but the last (the second holds the sorted keys now, the
                 // last the value slots); the values go over the input's.
@@ -441,7 +448,8 @@ fn build_levels(
     let columnar = matches!(source.indices, Indices::Columnar(_));
     let job = BuildJob { source, slots, mode_order, layout, ordered, options };
     if owned && columnar && layout.total_bits() <= 64 && !options.drop_zeros && slots.is_input() {
-        return Ok(Stage::InPlace(Box::new(in_place::InPlace { writer: job.writer(), ordered })));
+        let packed = None;
+        return Ok(Stage::InPlace(Box::new(in_place::InPlace { writer: job.writer(), ordered, packed })));
     }
     let sorted = match layout.total_bits() {
         0..=64 => job.sort_tree::<u64>()?.map(|tree| Stage::Sorted64(Box::new(tree))),

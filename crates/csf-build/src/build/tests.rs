@@ -224,7 +224,8 @@ fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
         for strays in [0, 1] {
             let input = in_storage_order(&coo, &identity, strays, seed + 1);
             let coo_in = Coo::new(&input.shape, Indices::RowMajor(&input.indices), &input.values);
-            let source = Source { shape: &input.shape, indices: coo_in.indices, len: input.len() };
+            let source =
+                Source { shape: &input.shape, indices: coo_in.indices, len: input.len(), packed: None };
             assert_eq!(choose(&source, false, &[]).1, strays == 0, "seed {seed} strays {strays}");
             let options =
                 Options { mode_order: ModeOrderPolicy::Auto, ..options(&[], Duplicates::Sum, true) };
@@ -237,7 +238,7 @@ fn input_in_identity_order_sorts_only_the_levels_it_is_not_in_order_by() {
 
 fn takes_fast_path(coo: &Coo<'_>, order: &[u32], options: &Options) -> bool {
     let len = coo.values.len() / 8; // f64 values
-    let source = Source { shape: coo.shape, indices: coo.indices, len };
+    let source = Source { shape: coo.shape, indices: coo.indices, len, packed: None };
     let slots = Slots::new(coo.element_type, &coo.values, len);
     let input = presorted::Input { source: &source, slots: &slots, mode_order: order, options };
     // A duplicate under `Error` is an answer of the fast path too.
@@ -454,7 +455,7 @@ fn the_first_coordinate_outside_the_shape_is_named() {
         let want =
             want.map(|(entry, dim, coord)| BuildError::OutOfBounds { entry, dim, coord, extent: shape[dim] });
         for indices in [Indices::RowMajor(&rows), Indices::Columnar(&cols)] {
-            let source = Source { shape: &shape, indices, len: n };
+            let source = Source { shape: &shape, indices, len: n, packed: None };
             assert_eq!(check_bounds(&source).err(), want, "{outside:?}");
         }
         let values = vec![1.0f64; n];

@@ -60,6 +60,12 @@ impl Bitmap {
             return project(source, &self.dims, range, |_, c| set((0..k).map(|i| c[i] * strides[i]).sum()));
         }
         let dims: [usize; N] = std::array::from_fn(|i| self.dims[i]);
+        if let Some(packed) = source.packed {
+            for &key in &packed.keys[range] {
+                set((0..N).map(|i| packed.coord_of(key, dims[i]) * strides[i]).sum());
+            }
+            return;
+        }
         match source.indices {
             Indices::RowMajor(flat) => {
                 let rank = source.shape.len();

@@ -363,25 +363,41 @@ impl Input<'_, '_> {
 
     /// Calls `f` with the key of every entry of `range`.
     #[inline(always)]
-    fn each<K: PackedKey>(&self, range: Range<usize>, f: impl FnMut(K)) {
+    fn each<K: PackedKey>(&self, range: Range<usize>, mut f: impl FnMut(K)) {
+        // Packed keys are the full layout, shifted.
+        if let Some(packed) = self.source.packed.filter(|_| self.plan.full) {
+            let shift = packed.layout.position_bits;
+            packed.keys[range].iter().for_each(|&k| f(K::from_u64(k >> shift)));
+            return;
+        }
         // The common numbers of dimensions as constants: the packing loop
         // unrolls with its widths in registers.
         match self.plan.dims.len() {
             3 => self.each_with::<K, 3>(range, f),
             4 => self.each_with::<K, 4>(range, f),
             5 => self.each_with::<K, 5>(range, f),
-            _ => {
-                let widths = &self.plan.widths;
-                let mut f = f;
-                project(self.source, &self.plan.dims, range, |_, c| {
-                    f(c.iter().zip(widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c))))
-                });
-            }
+            _ => self.each_projected(range, f),
         }
     }
+
+    /// `each` for any number of dimensions, through `project`.
+    fn each_projected<K: PackedKey>(&self, range: Range<usize>, mut f: impl FnMut(K)) {
+        let widths = &self.plan.widths;
+        project(self.source, &self.plan.dims, range, |_, c| {
+            f(c.iter().zip(widths).fold(K::default(), |k, (&c, &w)| k.shl_or(w, K::from_u64(c))))
+        });
+    }
+
     /// Calls `f` with the bucket of every entry of `range`, reading `a`'s
     /// coordinates alone.
     fn each_bucket(&self, range: Range<usize>, by: &Buckets, mut f: impl FnMut(usize)) {
+        if let Some(packed) = self.source.packed.filter(|_| self.plan.full) {
+            let shift = packed.layout.position_bits + by.shift;
+            for &k in &packed.keys[range] {
+                f(k.checked_shr(shift).unwrap_or(0) as usize & (by.count - 1));
+            }
+            return;
+        }
         let shift = by.shift - self.plan.a_shift;
         project(self.source, &self.plan.dims[self.plan.at..=self.plan.at], range, |_, c| {
             f(c[0].checked_shr(shift).unwrap_or(0) as usize & (by.count - 1))
@@ -393,6 +409,12 @@ impl Input<'_, '_> {
     fn each_with<K: PackedKey, const N: usize>(&self, range: Range<usize>, mut f: impl FnMut(K)) {
         let dims: [usize; N] = std::array::from_fn(|i| self.plan.dims[i]);
         let widths: [u32; N] = std::array::from_fn(|i| self.plan.widths[i]);
+        if let Some(keys) = self.source.packed {
+            for &key in &keys.keys[range] {
+                f(packed(&widths, |i| keys.coord_of(key, dims[i])));
+            }
+            return;
+        }
         match self.source.indices {
             Indices::RowMajor(flat) => {
                 let rank = self.source.shape.len();

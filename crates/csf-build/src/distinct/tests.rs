@@ -52,7 +52,7 @@ fn every_method_counts_exactly() {
         for (layout, indices_of) in
             [(false, Indices::RowMajor(&indices)), (true, Indices::Columnar(&columns))]
         {
-            let source = Source { shape, indices: indices_of, len: n };
+            let source = Source { shape, indices: indices_of, len: n, packed: None };
             for set in 1..(1u64 << rank) {
                 let want = brute(&indices, rank, set);
                 for parallel in [false, true] {
@@ -124,7 +124,7 @@ fn fibers_count_exactly() {
                     }
                 })
                 .collect();
-            let source = Source { shape, indices: Indices::RowMajor(&indices), len: n };
+            let source = Source { shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
             for parallel in [false, true] {
                 let mut counter = Counter::new(&source, parallel);
                 counter.count_pass(a, sets);
@@ -152,7 +152,7 @@ fn wide_sets_skip_fibers() {
     for i in 0..sets.len() {
         assert_ne!(pass::method_name(&shape, 0, &sets, i, n), "fibers", "set {:b}", sets[i]);
     }
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
     let mut counter = Counter::new(&source, false);
     counter.count_pass(0, &sets);
     for &set in &sets {
@@ -182,7 +182,7 @@ fn tiny_inputs_count_exactly() {
                 (0..rank).map(|d| indices.iter().skip(d).step_by(rank).copied().collect()).collect();
             let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
             for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
-                let source = Source { shape, indices: indices_of, len: n };
+                let source = Source { shape, indices: indices_of, len: n, packed: None };
                 let mut dense = Counter::new(&source, false);
                 let sets: Vec<Dims> = (1..1u64 << rank).collect();
                 let dense_sets: Vec<Dims> = sets.iter().copied().filter(|&s| dense.is_dense(s)).collect();
@@ -210,7 +210,12 @@ fn tiny_inputs_count_exactly() {
     }
     // One entry more, and `count_tiny` counts nothing: the other paths do.
     assert!(!Counter::new(
-        &Source { shape: &[2, 2, 2], indices: Indices::RowMajor(&[0; 3 * (TINY + 1)]), len: TINY + 1 },
+        &Source {
+            shape: &[2, 2, 2],
+            indices: Indices::RowMajor(&[0; 3 * (TINY + 1)]),
+            len: TINY + 1,
+            packed: None
+        },
         false
     )
     .count_tiny(&[1]));
@@ -222,7 +227,7 @@ fn a_pass_counts_many_sets_at_once() {
     let mut state = 7u64;
     let indices: Vec<u64> =
         (0..4 * 3000).map(|i| rand(&mut state) % if i % 4 == 3 { 3 } else { 40 }).collect();
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: 3000 };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: 3000, packed: None };
     let sets: Vec<Dims> = (1..16).filter(|s| s & 8 != 0).collect();
     let mut counter = Counter::new(&source, true);
     counter.count_pass(3, &sets);
@@ -234,7 +239,7 @@ fn a_pass_counts_many_sets_at_once() {
     let shape = [1u64 << 50, 1 << 20, 7, 1 << 50];
     let indices: Vec<u64> =
         (0..4 * 3000).map(|i| rand(&mut state) % [1 << 50, 1 << 20, 7, 40][i % 4]).collect();
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: 3000 };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: 3000, packed: None };
     for parallel in [false, true] {
         let mut counter = Counter::new(&source, parallel);
         counter.count_pass(2, &[0b0110, 0b1101]);
@@ -249,7 +254,7 @@ fn empty_input_has_no_projections() {
     // An extent of 0 makes a set of huge extents "dense" (no cells at all):
     // its bitmap must not overflow computing strides (fuzzing found it).
     for shape in [[0, u64::MAX, u64::MAX], [u64::MAX, u64::MAX, 0]] {
-        let source = Source { shape: &shape, indices: Indices::RowMajor(&[]), len: 0 };
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&[]), len: 0, packed: None };
         let mut counter = Counter::new(&source, false);
         let dense: Vec<Dims> = (1..8).filter(|&s| counter.is_dense(s)).collect();
         counter.count_dense(&dense);
@@ -259,7 +264,7 @@ fn empty_input_has_no_projections() {
         }
         assert!((1..8).all(|s| counter.get(s) == Some(0)), "shape {shape:?}");
     }
-    let source = Source { shape: &[3, 0, 5], indices: Indices::RowMajor(&[]), len: 0 };
+    let source = Source { shape: &[3, 0, 5], indices: Indices::RowMajor(&[]), len: 0, packed: None };
     let mut counter = Counter::new(&source, true);
     counter.count_dense(&[1, 4, 5]);
     counter.count_pass(1, &[2, 3, 6, 7]);
@@ -279,7 +284,7 @@ fn sorted_input_gives_the_identity_prefixes() {
     let columns: Vec<Vec<u64>> = (0..3).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
     let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
     for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
-        let source = Source { shape: &shape, indices: indices_of, len: rows.len() };
+        let source = Source { shape: &shape, indices: indices_of, len: rows.len(), packed: None };
         let mut counter = Counter::new(&source, false);
         counter.count_sorted_prefixes();
         for set in [0b001, 0b011, 0b111] {
@@ -290,7 +295,8 @@ fn sorted_input_gives_the_identity_prefixes() {
     // One descent anywhere: nothing counted.
     let mut unsorted = indices.clone();
     unsorted.swap(3 * 150, 3 * 298);
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&unsorted), len: rows.len() };
+    let source =
+        Source { shape: &shape, indices: Indices::RowMajor(&unsorted), len: rows.len(), packed: None };
     let mut counter = Counter::new(&source, false);
     counter.count_sorted_prefixes();
     assert_eq!(counter.get(0b001), None);
@@ -315,7 +321,7 @@ fn passes_share_one_key_array_and_keep_their_buckets() {
             }
         })
         .collect();
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
     for parallel in [false, true] {
         let mut counter = Counter::new(&source, parallel);
         for a in [0, 1, 2, 3, 0, 2] {
@@ -347,7 +353,7 @@ fn a_set_of_many_fields_apart_counts_exactly() {
     let mut state = 17u64;
     let n = 5000;
     let indices: Vec<u64> = (0..n * 24).map(|_| rand(&mut state) % 2).collect();
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
     let apart: Dims = (0..24).step_by(2).fold(0, |s, d| s | 1 << d);
     for parallel in [false, true] {
         let mut counter = Counter::new(&source, parallel);
@@ -365,7 +371,7 @@ fn chained_projections_count_exactly() {
     let mut state = 3u64;
     let indices: Vec<u64> =
         (0..n * 5).map(|i| rand(&mut state) % (rand(&mut state) % shape[i % 5] + 1)).collect();
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
     let prefixes = [0b1111, 0b111, 0b11, 0b1];
     let scanned = Counter::new(&source, false).derivations(&prefixes);
     let chain = vec![(0b111, 0b1111), (0b11, 0b111), (0b1, 0b11)];
@@ -432,7 +438,7 @@ proptest::proptest! {
     #[test]
     fn every_counting_path_matches_the_tuples(seed in proptest::prelude::any::<u64>()) {
         let (rank, shape, indices, sets) = random_counting_case(seed);
-        let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: indices.len() / rank };
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: indices.len() / rank, packed: None };
         for parallel in [false, true] {
             let mut counter = Counter::new(&source, parallel);
             let dense: Vec<Dims> = sets.iter().copied().filter(|&s| counter.is_dense(s)).collect();
@@ -474,7 +480,7 @@ fn the_bounds_check_counts_the_singles_it_reads() {
             (0..rank).map(|d| indices.iter().skip(d).step_by(rank).copied().collect()).collect();
         for parallel in [false, true] {
             let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-            let source = Source { shape, indices: Indices::Columnar(&refs), len: n };
+            let source = Source { shape, indices: Indices::Columnar(&refs), len: n, packed: None };
             let singles = checked_singles(&source, parallel, true).expect("inside the shape");
             let counted = singles.iter().fold(0, |m, &(set, _)| m | set);
             assert_eq!(counted, want_counted, "{shape:?}");
@@ -482,7 +488,7 @@ fn the_bounds_check_counts_the_singles_it_reads() {
                 assert_eq!(distinct, brute(&indices, rank, set), "{shape:?} set {set:b}");
             }
             // Row-major input counts the same singles.
-            let rows = Source { shape, indices: Indices::RowMajor(&indices), len: n };
+            let rows = Source { shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
             let mut by_rows = checked_singles(&rows, parallel, true).expect("inside the shape");
             let mut by_columns = checked_singles(&source, parallel, true).expect("inside the shape");
             by_rows.sort_unstable();
@@ -504,7 +510,7 @@ fn the_bounds_check_counts_the_singles_it_reads() {
                 let block = entry / SCAN_BLOCK * SCAN_BLOCK;
                 for (indices, from) in [(Indices::Columnar(&refs), entry), (Indices::RowMajor(&rows), block)]
                 {
-                    let source = Source { shape, indices, len: n };
+                    let source = Source { shape, indices, len: n, packed: None };
                     for (parallel, count) in [(false, true), (true, true), (false, false)] {
                         let got = checked_singles(&source, parallel, count);
                         assert_eq!(got, Err(from), "dim {d} entry {entry}");
@@ -521,14 +527,14 @@ fn the_bounds_check_counts_the_singles_it_reads() {
     let (n, shape) = (40_000usize, [1u64 << 20; 5]);
     let mut state = 5u64;
     let indices: Vec<u64> = (0..n * 5).map(|_| rand(&mut state) % (1 << 20)).collect();
-    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n };
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
     let singles = checked_singles(&source, false, true).expect("inside the shape");
     assert_eq!(singles.iter().map(|&(set, _)| set).collect::<Vec<_>>(), [1, 2, 4, 8]);
     assert!(singles.iter().all(|&(set, distinct)| distinct == brute(&indices, 5, set)));
     // A tiny input is checked, and its singles left to the masks.
     let columns: [&[u64]; 3] = [&[0, 1], &[2, 2], &[0, 4]];
-    let source = Source { shape: &[2, 3, 5], indices: Indices::Columnar(&columns), len: 2 };
+    let source = Source { shape: &[2, 3, 5], indices: Indices::Columnar(&columns), len: 2, packed: None };
     assert_eq!(checked_singles(&source, false, true), Ok(Vec::new()));
-    let source = Source { shape: &[2, 3, 4], indices: Indices::Columnar(&columns), len: 2 };
+    let source = Source { shape: &[2, 3, 4], indices: Indices::Columnar(&columns), len: 2, packed: None };
     assert_eq!(checked_singles(&source, false, true), Err(1));
 }

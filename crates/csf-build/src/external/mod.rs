@@ -224,7 +224,7 @@ impl ExternalBuilder {
         let slots = Slots::new(self.element_type, values, len);
         // `Source` reads the rank from its shape; the extents are checked here.
         let ranked = vec![0; rank];
-        let source = Source { shape: &ranked, indices, len };
+        let source = Source { shape: &ranked, indices, len, packed: None };
         for i in 0..len {
             let entry = self.entries + i as u64;
             for dim in 0..rank {
@@ -300,7 +300,12 @@ impl ExternalBuilder {
             .flat_map(|r| (0..rank).map(move |d| self.record.coord(r, d)))
             .collect();
         let shape = self.shape.clone().unwrap_or_else(|| self.seen.clone());
-        let source = Source { shape: &shape, indices: Indices::RowMajor(&coords), len: coords.len() / rank };
+        let source = Source {
+            shape: &shape,
+            indices: Indices::RowMajor(&coords),
+            len: coords.len() / rank,
+            packed: None,
+        };
         choose(&source, self.options.parallel, &[]).0.mode_order
     }
 

@@ -36,6 +36,35 @@ pub(crate) struct KeyArrays {
     /// pass's bucket order: that pass's dimension and bucket starts (a pass
     /// by the same dimension counts on those keys as they are).
     pub(in crate::distinct) scattered: Option<(usize, Vec<usize>)>,
+    /// Whether `narrow` is memory the caller lent (see [`KeyArrays::lending`]).
+    lent: bool,
+}
+
+impl KeyArrays {
+    /// Arrays whose `u64` one is `scratch`: memory the caller lends, touched
+    /// already (a fresh array costs a page fault per 4 KiB it fills), whose
+    /// contents the passes overwrite. Given back by [`KeyArrays::into_lent`].
+    pub(crate) fn lending(scratch: Vec<u64>) -> Self {
+        let lent = scratch.capacity() > 0;
+        Self { narrow: scratch, lent, ..Self::default() }
+    }
+
+    /// Frees the keys (for the bitmaps' memory), but a lent array.
+    pub(crate) fn release(&mut self) {
+        (self.wide, self.scattered) = (Vec::new(), None);
+        if !self.lent {
+            self.narrow = Vec::new();
+        }
+    }
+
+    /// The lent array (its contents overwritten), else an empty one.
+    pub(crate) fn into_lent(self) -> Vec<u64> {
+        if self.lent {
+            self.narrow
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 impl PackedKey for u64 {
@@ -110,9 +139,13 @@ impl PackedKey for u128 {
         ((self as u64) ^ ((self >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).premix()
     }
     fn arrays(arrays: &mut KeyArrays) -> &mut Vec<Self> {
-        // One width at a time; `u128` keys are never of the full layout
-        // (it packs into 64 bits).
-        (arrays.narrow, arrays.scattered) = (Vec::new(), None);
+        // One width at a time (but a lent array, which goes back to its
+        // owner); `u128` keys are never of the full layout (it packs into
+        // 64 bits).
+        arrays.scattered = None;
+        if !arrays.lent {
+            arrays.narrow = Vec::new();
+        }
         &mut arrays.wide
     }
 }
