@@ -56,7 +56,10 @@
 //! by parts or by hash tables too big for one, a copy of its keys or cells
 //! (of the biggest such bucket, per thread). That is at most two key
 //! arrays, what the sort per set that `Auto` ran before held, and one on
-//! input whose buckets are even.
+//! input whose buckets are even. Under `build_owned` of input out of
+//! order, the counting reads keys packed over the first column and the
+//! passes' key array is the second column (`build/packed.rs`): no fresh
+//! key array.
 
 use std::collections::HashMap;
 use std::ops::Range;
