@@ -643,8 +643,8 @@ pub(crate) fn checked_singles(
     };
     let distinct = |words: &[u64]| words.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
     match source.indices {
-        // (Keys are packed only of input checked already; the check, as any
-        // reader of a packed source, reads the coordinates out of them.)
+        // (Keys are packed only of checked input; this reads them as any
+        // reader of a packed source does, a coordinate at a time.)
         _ if source.packed.is_some() => {
             let outside = |e: usize| (0..shape.len()).any(|d| source.coord(e, d) >= shape[d]);
             (0..len).find(|&e| outside(e)).map_or(Ok(Vec::new()), Err)

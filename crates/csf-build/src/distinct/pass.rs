@@ -1,16 +1,19 @@
 //! The partition pass: the entries' packed keys scattered into buckets by one
 //! dimension's top bits, then each set's distinct masked keys counted per bucket.
 //!
-//! Every pass scatters from the input, packing each key as it writes it
-//! (or, from keys packed in identity order, shifting it: `build/packed.rs`),
+//! Every pass scatters from the input, packing each key as it writes it,
 //! into the one key array the passes share: its pages are mapped by the
-//! first pass only, or not at all when it is memory the caller lent. (Packing the input in input order first and scattering
-//! those keys wrote and read a second array, which cost more than reading
-//! `a`'s coordinates to count the buckets: on a 10M-entry rank-3 power law,
-//! 127 -> 102 ms, and 20,000 fresh pages fewer. Scattering the last pass's
-//! keys into a second array reads 8 bytes an entry rather than 8 a
-//! coordinate, but that array's fresh pages cost more: 58 -> 42 ms for the
-//! second pass on the same file, 8 ms less on the rank-4 power law.)
+//! first pass only. (Packing the input in input order into a fresh array
+//! first and scattering those keys wrote and read a second array, which
+//! cost more than reading `a`'s coordinates to count the buckets: on a
+//! 10M-entry rank-3 power law, 127 -> 102 ms, and 20,000 fresh pages
+//! fewer. Scattering the last pass's keys into a second array reads 8
+//! bytes an entry rather than 8 a coordinate, but that array's fresh pages
+//! cost more: 58 -> 42 ms for the second pass on the same file, 8 ms less
+//! on the rank-4 power law.) Under `build_owned` the keys are packed in
+//! identity order over a column the build packs them over anyway, and the
+//! passes' array is another column (`build/packed.rs`): a pass reads a key
+//! an entry and maps no page.
 //! When every dimension packs into 64 bits, keys hold them all (the *full
 //! layout*, `Plan::full`), whatever the pass's sets, and stay in `a`'s
 //! buckets after the pass, so that another pass by `a` (of sets the search
