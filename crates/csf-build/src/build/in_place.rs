@@ -167,6 +167,56 @@ fn pack(
         }
         Ok(counts)
     };
+    per_chunk(keys, parallel, pack_range)
+}
+
+/// Rewrites each key of `keys`, packed by `from` (a layout of the identity
+/// order, as [`pack_over`] packs it for the identity), as packed by `layout`
+/// (of `mode_order`), and counts the keys' top digits per chunk, as
+/// [`pack_over`] does from the columns: the keys that `Auto` counted over,
+/// for the order it chose (`packed.rs`).
+pub(super) fn repack_over(
+    keys: &mut [u64],
+    from: &Layout,
+    mode_order: &[u32],
+    layout: &Layout,
+    parallel: bool,
+) -> Counted {
+    let top = TopDigit::new(keys.len(), layout.position_bits, layout.total_bits());
+    let rank = mode_order.len();
+    let field = |level: usize| {
+        let dim = mode_order[level] as usize;
+        (from.shift[dim], from.mask[dim])
+    };
+    let fields: [(u32, u64); MAX_RANK] = std::array::from_fn(|l| if l < rank { field(l) } else { (0, 0) });
+    let repack_range = |_: usize, keys: &mut [u64]| -> Result<Vec<usize>, usize> {
+        let mut counts = vec![0usize; top.radix];
+        for slot in keys.iter_mut() {
+            let old = *slot;
+            let coord = |level: usize| old >> fields[level].0 & fields[level].1;
+            let (key, _) = match rank {
+                3 => layout.pack::<u64, 3>(rank, coord),
+                4 => layout.pack::<u64, 4>(rank, coord),
+                _ => layout.pack::<u64, 0>(rank, coord),
+            };
+            *slot = key;
+            counts[top.of(key)] += 1;
+        }
+        Ok(counts)
+    };
+    // (Nothing to refuse: every coordinate of a key is inside its extent.)
+    let counted = per_chunk(keys, parallel, repack_range).unwrap_or_default();
+    Counted { top, counted }
+}
+
+/// `f(start, chunk)` of each chunk of `keys` by [`chunks`], on the thread
+/// pool when `parallel`: each chunk's counts, in chunk order, or the first
+/// entry (in input order) that a chunk refused.
+fn per_chunk(
+    keys: &mut [u64],
+    parallel: bool,
+    f: impl Fn(usize, &mut [u64]) -> Result<Vec<usize>, usize> + Sync,
+) -> Result<Vec<Vec<usize>>, usize> {
     let ranges = chunks(keys.len(), parallel);
     let mut parts = Vec::with_capacity(ranges.len());
     let mut rest = keys;
@@ -179,13 +229,13 @@ fn pack(
     // its own first, and the lowest of them is the input's.
     if parallel {
         let packed: Vec<Result<Vec<usize>, usize>> =
-            parts.into_par_iter().map(|(start, part)| pack_range(start, part)).collect();
+            parts.into_par_iter().map(|(start, part)| f(start, part)).collect();
         match packed.iter().filter_map(|p| p.as_ref().err()).min() {
             Some(&entry) => Err(entry),
             None => Ok(packed.into_iter().flatten().collect()),
         }
     } else {
-        parts.into_iter().map(|(start, part)| pack_range(start, part)).collect()
+        parts.into_iter().map(|(start, part)| f(start, part)).collect()
     }
 }
 

@@ -9,9 +9,11 @@
 //! `in_place::pack`), and the passes scatter from them: one word an entry
 //! rather than one a dimension. When `Auto` chooses the identity (as on the
 //! power laws of docs/benchmarks.md), the in-place build sorts those keys
-//! without packing them again; for another order, the first column is
-//! restored from the keys first, and the build goes on as for any chosen
-//! order.
+//! without packing them again. For another order the keys are repacked in
+//! that order (a read of one word an entry, where packing reads one a
+//! dimension), unless the input is in or near that order: then the two
+//! columns are restored from the keys, and the build goes on as for any
+//! chosen order (its presorted paths read the columns).
 //!
 //! Taken for input of at least `PACKED_MIN` entries whose keys fit a word
 //! (position bits and all, so that they are the in-place path's), with no
@@ -47,9 +49,10 @@ const PROBE_DESCENTS: usize = PROBE / 16;
 
 /// What [`auto_over_packed`] did.
 pub(super) enum Early {
-    /// The tensor, in identity order.
+    /// The tensor.
     Built(Built),
-    /// Another order chosen; the input is as it was given.
+    /// Another order chosen, which the input is in or near; the input is
+    /// as it was given.
     Chosen(Chosen),
     /// Not taken: the input is as it was given, and nothing is chosen.
     Declined,
@@ -57,7 +60,7 @@ pub(super) enum Early {
 
 /// `build_owned` under `Auto` for input that qualifies (see the module
 /// docs): the choice counted over keys packed over `columns[0]`, and the
-/// tensor when it is the identity.
+/// tensor, built from those keys.
 ///
 /// # Errors
 /// As `build_owned`: a coordinate outside the shape is reported by the
@@ -106,15 +109,44 @@ pub(super) fn auto_over_packed(
         Err(entry) => return Err(in_place::out_of_bounds(entry, &columns[0], columns, 0, shape)),
     };
     let (choice, in_identity_order) = choose_over_keys(shape, columns, len, &layout, &singles, options);
-    if choice.mode_order != identity {
-        unpack(columns, &layout, options.parallel);
-        let chosen = Chosen { mode_order: choice.mode_order.clone(), auto: Some(choice), in_identity_order };
-        return Ok(Early::Chosen(chosen));
-    }
-    let keyed = (len, layout, counted);
-    let staged = build_identity(shape, columns, (element_type, values), keyed, choice, options);
+    let order = choice.mode_order.clone();
+    let (ordered, counted) = if order == identity {
+        (layout, counted)
+    } else {
+        // The keys again, in the order chosen, unless the input is in (or
+        // near) that order: the presorted paths, which read the columns,
+        // build it for less.
+        let extents: Vec<u64> = order.iter().map(|&d| shape[d as usize]).collect();
+        let ordered = Layout::new(&extents, len);
+        if ordered.total_bits() > 64
+            || key_descents(&columns[0], &layout, &order, PROBE.min(len)) < PROBE_DESCENTS
+        {
+            unpack(columns, &layout, options.parallel);
+            return Ok(Early::Chosen(Chosen { mode_order: order, auto: Some(choice), in_identity_order }));
+        }
+        let counted = in_place::repack_over(&mut columns[0], &layout, &order, &ordered, options.parallel);
+        // The keys go where the in-place sort takes them from: the first
+        // level's column.
+        columns.swap(0, order[0] as usize);
+        (ordered, counted)
+    };
+    let keyed = (len, ordered, counted);
+    let staged = build_in(shape, columns, (element_type, values), keyed, choice, options);
     let owned = Owned { columns: std::mem::take(columns), values: std::mem::take(values) };
     staged.finish(owned, options).map(Early::Built)
+}
+
+/// The entries among the first `upto` whose keys (packed by `layout`, of
+/// the identity order) put their coordinates below their predecessor's in
+/// `order`.
+fn key_descents(keys: &[u64], layout: &Layout, order: &[u32], upto: usize) -> usize {
+    let coord = |k: u64, d: u32| k >> layout.shift[d as usize] & layout.mask[d as usize];
+    let below = |e: usize| {
+        let (k, before) = (keys[e], keys[e - 1]);
+        let differ = order.iter().find(|&&d| coord(k, d) != coord(before, d));
+        differ.is_some_and(|&d| coord(k, d) < coord(before, d))
+    };
+    (1..upto.min(keys.len())).filter(|&e| below(e)).count()
 }
 
 /// The entries among the first `upto` whose coordinates (in identity
@@ -165,8 +197,9 @@ fn unpack(columns: &mut [Vec<u64>], layout: &Layout, parallel: bool) {
     }
 }
 
-/// The in-place radix build in identity order, its keys packed already.
-fn build_identity(
+/// The in-place radix build in the order chosen, its keys (by `layout`, of
+/// that order) packed over the first level's column already.
+fn build_in(
     shape: &[u64],
     columns: &[Vec<u64>],
     (element_type, values): (ElementType, &[u8]),
@@ -174,7 +207,7 @@ fn build_identity(
     choice: crate::AutoChoice,
     options: &Options,
 ) -> Staged {
-    let mode_order: Vec<u32> = (0..shape.len() as u32).collect();
+    let mode_order = choice.mode_order.clone();
     with_borrowed(shape, columns, element_type, values, |coo| {
         // (The job's source is not read: the writer is made of the layout,
         // the slots' type and the options.)

@@ -37,7 +37,10 @@ fn owned(coo: &TestTensor, element_type: ElementType) -> OwnedCoo {
 fn check(input: &OwnedCoo, options: &Options, what: &str) -> &'static str {
     let OwnedCoo { shape, mut columns, element_type, mut values } = input.clone();
     let taken = match auto_over_packed(&shape, &mut columns, element_type, &mut values, options) {
-        Ok(Early::Built(_)) => "built",
+        Ok(Early::Built(built)) if built.tensor.view().mode_order().windows(2).all(|w| w[0] < w[1]) => {
+            "built"
+        }
+        Ok(Early::Built(_)) => "built in another order",
         Ok(Early::Chosen(_)) => {
             // The input is as it was given.
             assert!(columns == input.columns && values == input.values, "{what}: columns restored");
@@ -67,9 +70,10 @@ fn check(input: &OwnedCoo, options: &Options, what: &str) -> &'static str {
 }
 
 /// Input out of order with a pair of many cells: counted over packed keys,
-/// built in identity order over them or handed back restored for another
-/// order, and the same tensor, choice and errors as the borrowed build,
-/// whatever the duplicates policy, value width and threads.
+/// built over them in identity order or repacked in another, or handed
+/// back restored when it is in the order chosen, and the same tensor,
+/// choice and errors as the borrowed build, whatever the duplicates
+/// policy, value width and threads.
 #[test]
 fn auto_over_packed_keys_builds_what_the_borrowed_build_does() {
     let n = PACKED_MIN + 4000;
@@ -78,13 +82,17 @@ fn auto_over_packed_keys_builds_what_the_borrowed_build_does() {
         (vec![8u64, 3000, 4000], Distribution::PowerLaw { skew: 2.0 }, 1),
         // Another order wins (the short dimension last in the identity).
         (vec![3000, 4000, 8], Distribution::Uniform, 2),
-        (vec![40, 300, 500, 700], Distribution::PowerLaw { skew: 3.0 }, 3),
+        (vec![40, 300, 5000, 7000], Distribution::PowerLaw { skew: 3.0 }, 3),
         // Keys without position bits (coordinates of 47 bits and more).
         (vec![1 << 15, 1 << 16, 1 << 17], Distribution::PowerLaw { skew: 2.0 }, 4),
+        // Sorted in the order `Auto` chooses (the short dimension first and
+        // the others' descending: out of identity order from the start).
+        (vec![4000, 3000, 8], Distribution::Uniform, 5),
     ];
     let mut seen = Vec::new();
     for (shape, distribution, seed) in cases {
         let coo = synthetic(&shape, n, distribution, seed);
+        let coo = if seed == 5 { in_chosen_order(coo) } else { coo };
         for element_type in [ElementType::F64, ElementType::F32, ElementType::U16, ElementType::U8] {
             let input = owned(&coo, element_type);
             for duplicates in [Duplicates::Last, Duplicates::First, Duplicates::Sum, Duplicates::Error] {
@@ -95,7 +103,26 @@ fn auto_over_packed_keys_builds_what_the_borrowed_build_does() {
             }
         }
     }
-    assert!(seen.contains(&"built") && seen.contains(&"chosen"), "{seen:?}");
+    for taken in ["built", "built in another order", "chosen"] {
+        assert!(seen.contains(&taken), "{taken}: {seen:?}");
+    }
+}
+
+/// `coo`'s entries sorted in the order `Auto` chooses for them.
+fn in_chosen_order(coo: TestTensor) -> TestTensor {
+    let input = owned(&coo, ElementType::F64);
+    let built = build_owned(input, &auto(Duplicates::Last, false)).unwrap();
+    let order = built.auto.unwrap().mode_order;
+    assert!(order.windows(2).any(|w| w[0] > w[1]), "{order:?}");
+    let rank = coo.shape.len();
+    let mut rows: Vec<(Vec<u64>, f64)> =
+        coo.indices.chunks(rank).map(<[u64]>::to_vec).zip(coo.values.clone()).collect();
+    rows.sort_by_key(|(row, _)| order.iter().map(|&d| row[d as usize]).collect::<Vec<_>>());
+    TestTensor {
+        indices: rows.iter().flat_map(|(row, _)| row.clone()).collect(),
+        values: rows.iter().map(|&(_, v)| v).collect(),
+        ..coo
+    }
 }
 
 /// Input in identity order, few entries, pairs of few cells, dropped zeros
