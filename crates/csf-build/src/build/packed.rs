@@ -42,9 +42,10 @@ const PACKED_MIN: usize = 1 << 16;
 /// The leading entries read for how far the input is from identity order.
 const PROBE: usize = 1 << 12;
 
-/// The least share of `PROBE`'s entries below their predecessor (in
-/// identity order) for the input to count as out of order: the presorted
-/// scan gives up at a 64th of strays, a few more than that here.
+/// The least share of `PROBE`'s entries below their predecessor (in the
+/// identity order, or the order chosen) for the input to count as out of
+/// that order: the presorted scan gives up at a 64th of strays, a few more
+/// than that here.
 const PROBE_DESCENTS: usize = PROBE / 16;
 
 /// What [`auto_over_packed`] did.
