@@ -92,7 +92,9 @@ pub(super) fn auto_over_packed(
         let fits = len >= PACKED_MIN && slots.is_input() && layout.total_bits() <= 64;
         // Every pair dense: no partition pass would read the keys.
         let sparse_pair = (1..rank).any(|d| (0..d).any(|e| !is_dense(shape, len, 1 << d | 1 << e)));
-        if !fits || !sparse_pair || descents(columns, PROBE.min(len)) < PROBE_DESCENTS {
+        let identity: Vec<u32> = (0..rank as u32).collect();
+        let column = |e: usize, d: usize| columns[d].get(e).copied().unwrap_or(0);
+        if !fits || !sparse_pair || descents(&identity, PROBE.min(len), column) < PROBE_DESCENTS {
             return None;
         }
         let source = Source { shape, indices: coo.indices, len, packed: None };
@@ -120,7 +122,8 @@ pub(super) fn auto_over_packed(
         let extents: Vec<u64> = order.iter().map(|&d| shape[d as usize]).collect();
         let ordered = Layout::new(&extents, len);
         if ordered.total_bits() > 64
-            || key_descents(&columns[0], &layout, &order, PROBE.min(len)) < PROBE_DESCENTS
+            || descents(&order, PROBE.min(len), |e, d| columns[0][e] >> layout.shift[d] & layout.mask[d])
+                < PROBE_DESCENTS
         {
             unpack(columns, &layout, options.parallel);
             return Ok(Early::Chosen(Chosen { mode_order: order, auto: Some(choice), in_identity_order }));
@@ -137,25 +140,12 @@ pub(super) fn auto_over_packed(
     staged.finish(owned, options).map(Early::Built)
 }
 
-/// The entries among the first `upto` whose keys (packed by `layout`, of
-/// the identity order) put their coordinates below their predecessor's in
-/// `order`.
-fn key_descents(keys: &[u64], layout: &Layout, order: &[u32], upto: usize) -> usize {
-    let coord = |k: u64, d: u32| k >> layout.shift[d as usize] & layout.mask[d as usize];
+/// The entries among the first `upto` whose coordinates (`coord(entry,
+/// dim)`) are below their predecessor's in `order`.
+fn descents(order: &[u32], upto: usize, coord: impl Fn(usize, usize) -> u64) -> usize {
     let below = |e: usize| {
-        let (k, before) = (keys[e], keys[e - 1]);
-        let differ = order.iter().find(|&&d| coord(k, d) != coord(before, d));
-        differ.is_some_and(|&d| coord(k, d) < coord(before, d))
-    };
-    (1..upto.min(keys.len())).filter(|&e| below(e)).count()
-}
-
-/// The entries among the first `upto` whose coordinates (in identity
-/// order) are below their predecessor's.
-fn descents(columns: &[Vec<u64>], upto: usize) -> usize {
-    let below = |e: usize| {
-        let differ = columns.iter().find(|c| c.get(e) != c.get(e - 1));
-        differ.is_some_and(|c| c.get(e) < c.get(e - 1))
+        let differ = order.iter().map(|&d| d as usize).find(|&d| coord(e, d) != coord(e - 1, d));
+        differ.is_some_and(|d| coord(e, d) < coord(e - 1, d))
     };
     (1..upto).filter(|&e| below(e)).count()
 }
