@@ -33,7 +33,8 @@
 //!   when the set splits into a group of at most `2^16` cells within a
 //!   bucket and an extra of at most `2^22` (the bucket's keys grouped by
 //!   their group cell, then a bitmap of each group's extra cells, cleared
-//!   cell by cell: a bit set in cache where a hash table takes a probe);
+//!   cell by cell, or stamps for at most `2^16` extra cells: a bit set or a
+//!   stamp in cache where a hash table takes a probe);
 //!   by a bitmap per part when a little
 //!   more (the bucket's cells split by their top bits into parts of `2^20`,
 //!   up to `2^28` cells), else with a small hash table in cache. One scatter serves every set that contains `a`, where a sort
@@ -41,14 +42,25 @@
 //!   set rides in a pass that runs anyway when its bucket bitmap would stay
 //!   in L2 and its own scan's would not stay in L1 (`rides_in_pass`).
 //! - **sorted input**: entries already in lexicographic order give `D` of
-//!   every prefix set of the identity in one scan (`count_sorted_prefixes`).
+//!   every prefix set of the identity in one scan (`count_sorted_prefixes`),
+//!   which keeps each entry's first difference from the one before it (a
+//!   byte). A set that holds the first `k` dimensions and others of few
+//!   cells is then counted by **runs** (`Counter::by_runs`): entries that
+//!   share those `k` coordinates lie side by side, and each run's distinct
+//!   cells of the other dimensions are counted by a stamp per cell (the
+//!   number of the run that last saw it: no clearing, and no branch on
+//!   where runs start), or by a bitmap cleared after each run. Files are
+//!   often stored sorted, and their sets with the first dimension then
+//!   cost a scan with a small table each, not a partition pass.
 //! - **tiny input** (at most 64 entries): a mask per dimension and entry of
 //!   the entries that share its coordinate; a set's projections are counted
 //!   by ANDing its dimensions' masks (`count_tiny`).
 //!
 //! Memory, all freed before the build proper: bitmaps in flight stay within
 //! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
-//! from them; a single scan bigger than that runs alone); a pass holds one
+//! from them; a single scan bigger than that runs alone); sorted input's
+//! first differences take a byte per entry, and a count by runs a bitmap
+//! or stamps of at most 1 MiB per thread, within the 16 bytes; a pass holds one
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
 //! 1 MiB, a bucket bitmap (or a fibers' bitmap) of at most 1 MiB and 2
 //! bytes per entry, and a fibers' table of at most `2^16` group starts and
@@ -103,6 +115,9 @@ const SMALL_BITS: u64 = 1 << 16;
 /// whose bitmap alone would not fit L1, is counted in a pass that runs
 /// anyway rather than by a scan (`Counter::rides_in_pass`).
 const RIDE_BITS: u32 = 20;
+/// The most cells of a set's rest counted by runs with a stamp per cell
+/// (`Runs::count_stamped`): 1 MiB of stamps, within L2.
+const STAMP_CELLS: u64 = 1 << 18;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
 const SCAN_BLOCK: usize = 2048;
@@ -191,6 +206,12 @@ pub(crate) struct Counter<'a> {
     keys: KeyArrays,
     /// The equality masks of an input of at most [`TINY`] entries, once made.
     tiny: Option<TinyMasks>,
+    /// When the entries are in identity order (`count_sorted_prefixes`
+    /// found no descent): per entry, the first dimension where it differs
+    /// from the entry before it (0 for the first, the rank for an equal
+    /// one). A set holding the first dimensions is then counted by runs
+    /// (`Counter::by_runs`).
+    first_diff: Option<Vec<u8>>,
 }
 
 impl<'a> Counter<'a> {
@@ -198,7 +219,7 @@ impl<'a> Counter<'a> {
         // Handing small inputs to the thread pool costs more than it saves.
         let parallel = parallel && source.len >= MIN_CHUNK;
         let known = Known::new(source.shape.len());
-        Self { source, parallel, known, keys: KeyArrays::default(), tiny: None }
+        Self { source, parallel, known, keys: KeyArrays::default(), tiny: None, first_diff: None }
     }
 
     /// A counter whose partition passes write their keys into `scratch`
@@ -240,14 +261,23 @@ impl<'a> Counter<'a> {
         let rank = self.source.shape.len();
         // `first[f]`: neighbours whose first difference is in dimension `f`.
         let mut first = vec![0u64; rank];
+        // Each entry's first difference from the one before (`first_diff`),
+        // kept if there is no descent. (Untouched pages of an input out of
+        // order, whose scan stops early, are never mapped.)
+        let mut first_diff: Vec<u8> = Vec::with_capacity(self.source.len);
+        first_diff.push(0);
         // Whether a neighbour pair is in order, counting where it differs.
         let mut ascends = |f: Option<usize>, descends: bool| match f {
             Some(_) if descends => false,
             Some(f) => {
                 first[f] += 1;
+                first_diff.push(f as u8);
                 true
             }
-            None => true,
+            None => {
+                first_diff.push(rank as u8);
+                true
+            }
         };
         let sorted = match self.source.indices {
             // Keys are packed only of input found out of identity order
@@ -268,6 +298,7 @@ impl<'a> Counter<'a> {
         if !sorted || self.source.len == 0 {
             return sorted;
         }
+        self.first_diff = Some(first_diff);
         let mut differ = 0;
         for (length, f) in first.iter().enumerate() {
             differ += f;
@@ -291,9 +322,28 @@ impl<'a> Counter<'a> {
         dims_of(set).try_fold(1u64, |p, d| p.checked_mul(self.source.shape[d]))
     }
 
-    /// Whether `set` is counted by a bitmap scan.
+    /// Whether `set` is counted by a scan: by a bitmap of its cells, or by
+    /// runs of sorted input (`Counter::by_runs`).
     pub(crate) fn is_dense(&self, set: Dims) -> bool {
-        is_dense(self.source.shape, self.source.len, set)
+        is_dense(self.source.shape, self.source.len, set) || self.by_runs(set).is_some()
+    }
+
+    /// Whether `set` is counted by runs: the entries are in identity order,
+    /// `set` holds the first `k >= 1` dimensions (a *prefix*) and others
+    /// (the *rest*) of few cells. Entries that share their prefix
+    /// coordinates then lie side by side (a run), and `D(set)` is the sum
+    /// over runs of the distinct rest cells within each: one scan of the
+    /// entries, each a bit set in a bitmap of the rest's cells, cleared at
+    /// the end of each run, or for fewer cells a stamp (`Runs`). That
+    /// bitmap is the rest's alone, where a scan's would be the whole set's,
+    /// and a partition pass would scatter the entries first. Returns `k`
+    /// and the rest.
+    fn by_runs(&self, set: Dims) -> Option<(usize, Dims)> {
+        let k = set.trailing_ones() as usize;
+        let rest = set & !(u64::MAX >> (64 - k.max(1)));
+        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).clamp(MIN_BITS, SCAN_BITS);
+        let few = || self.cells(rest).is_some_and(|c| c <= budget);
+        (self.first_diff.is_some() && k > 0 && rest != 0 && few()).then_some((k, rest))
     }
 
     /// Whether a partition pass by `a` counts the dense `set` for less than a
@@ -307,6 +357,7 @@ impl<'a> Counter<'a> {
         let bits: u32 = dims_of(set).map(|d| bits_below(shape[d])).sum();
         let in_bucket = bits.saturating_sub(pass::bucket_bits(bits_below(shape[a]), self.source.len));
         set >> a & 1 == 1
+            && self.by_runs(set).is_none()
             && self.cells(set).is_some_and(|c| c > SMALL_BITS)
             && pass::packs_all(shape)
             && pass::fits_bucket_bitmap(set)
@@ -344,6 +395,13 @@ impl<'a> Counter<'a> {
         if self.count_tiny(sets) {
             return;
         }
+        let (runs, sets): (Vec<Dims>, Vec<Dims>) =
+            sets.iter().filter(|&&s| self.get(s).is_none()).partition(|&&s| self.by_runs(s).is_some());
+        for set in runs {
+            let distinct = self.count_runs(set);
+            self.known.insert(set, distinct);
+        }
+        let sets = &sets[..];
         // The bitmaps' memory budget is the key array's: let it go first.
         self.keys.release();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
@@ -373,6 +431,67 @@ impl<'a> Counter<'a> {
             };
             self.known.extend(counted.into_iter().flatten());
             scans.drain(..wave);
+        }
+    }
+
+    /// Whether runs count the cells of `rest` by stamps
+    /// (`Runs::count_stamped`): 4 bytes a cell, within the bitmaps' budget
+    /// of 16 bytes an entry and in L2, and a run number per entry below
+    /// `u32::MAX`.
+    fn runs_stamped(&self, rest: Dims) -> bool {
+        let few = self.cells(rest).is_some_and(|c| c <= STAMP_CELLS.min(self.entries().saturating_mul(4)));
+        few && self.source.len < u32::MAX as usize
+    }
+
+    /// `D(set)` of a set counted by runs (see [`Counter::by_runs`]): chunks
+    /// of whole runs in parallel, each with its own bitmap.
+    fn count_runs(&self, set: Dims) -> u64 {
+        let (Some((k, rest)), Some(first_diff)) = (self.by_runs(set), self.first_diff.as_deref()) else {
+            return 0;
+        };
+        let len = self.source.len.min(first_diff.len());
+        let rest_dims: Vec<usize> = dims_of(rest).collect();
+        let words = self.cells(rest).unwrap_or(0).div_ceil(64) as usize;
+        let stamps = self.runs_stamped(rest);
+        // An entry starts a run when it differs from the one before it
+        // within the prefix (the first entry's `first_diff` is 0).
+        let k = k as u8;
+        let mut bounds: Vec<usize> = pass::chunks(len, self.parallel)
+            .into_iter()
+            .map(|c| first_diff[c.start..len].iter().position(|&f| f < k).map_or(len, |p| c.start + p))
+            .collect();
+        bounds.push(len);
+        bounds.dedup();
+        let chunk = |range: Range<usize>| -> u64 {
+            let (shape, rank) = (self.source.shape, self.source.shape.len());
+            let runs = Runs { first_diff: &first_diff[range.clone()], k, words, stamps };
+            match (self.source.indices, &rest_dims[..]) {
+                (Indices::Columnar(cols), &[d]) => runs.count(|e| cols[d][range.start + e]),
+                (Indices::Columnar(cols), &[d, f]) => {
+                    runs.count(|e| cols[d][range.start + e] * shape[f] + cols[f][range.start + e])
+                }
+                (Indices::RowMajor(flat), &[d]) => {
+                    let rows = &flat[range.start * rank..range.end * rank];
+                    runs.count(|e| rows[e * rank + d])
+                }
+                (Indices::RowMajor(flat), &[d, f]) => {
+                    let rows = &flat[range.start * rank..range.end * rank];
+                    runs.count(|e| rows[e * rank + d] * shape[f] + rows[e * rank + f])
+                }
+                _ => {
+                    let cell = |e: usize| {
+                        let coord = |d: usize| self.source.coord(range.start + e, d);
+                        rest_dims.iter().fold(0u64, |cell, &d| cell * shape[d] + coord(d))
+                    };
+                    runs.count(cell)
+                }
+            }
+        };
+        let ranges: Vec<Range<usize>> = bounds.windows(2).map(|w| w[0]..w[1]).collect();
+        if self.parallel {
+            ranges.into_par_iter().map(chunk).sum()
+        } else {
+            ranges.into_iter().map(chunk).sum()
         }
     }
 
@@ -748,6 +867,82 @@ fn by_comparison(source: &Source<'_>, set: Dims) -> u64 {
     entries.sort_unstable_by(|&x, &y| tuple(x).cmp(tuple(y)));
     let distinct = entries.windows(2).filter(|w| tuple(w[0]).ne(tuple(w[1]))).count();
     (distinct + usize::from(!entries.is_empty())) as u64
+}
+
+/// One chunk of whole runs of sorted input (`Counter::by_runs`).
+struct Runs<'a> {
+    /// Per entry of the chunk, the first dimension where it differs from
+    /// the entry before it.
+    first_diff: &'a [u8],
+    /// The prefix's length: an entry whose `first_diff` is below it starts a run.
+    k: u8,
+    /// The words of the rest's bitmap.
+    words: usize,
+    /// Whether to count by stamps (`Runs::count_stamped`).
+    stamps: bool,
+}
+
+impl Runs<'_> {
+    /// The distinct rest cells within each run, added up; `cell(e)` is
+    /// entry `e`'s (of the chunk). Coordinates were checked against the
+    /// shape, so cells are below `64 * words`; `get_mut` keeps this total.
+    #[inline(always)]
+    fn count(&self, cell: impl Fn(usize) -> u64) -> u64 {
+        if self.stamps {
+            return self.count_stamped(cell);
+        }
+        let mut map = vec![0u64; self.words];
+        // The cells set in this run, to clear at its end; once as many as
+        // the bitmap's words, it is cleared whole.
+        let mut touched: Vec<u32> = Vec::new();
+        let mut count = 0u64;
+        for (e, &f) in self.first_diff.iter().enumerate() {
+            if f < self.k {
+                if touched.len() < self.words {
+                    for &c in &touched {
+                        if let Some(word) = map.get_mut(c as usize >> 6) {
+                            *word = 0;
+                        }
+                    }
+                } else {
+                    map.fill(0);
+                }
+                touched.clear();
+            }
+            let c = cell(e);
+            if let Some(word) = map.get_mut((c >> 6) as usize) {
+                let bit = 1u64 << (c & 63);
+                count += u64::from(*word & bit == 0);
+                *word |= bit;
+            }
+            if touched.len() < self.words {
+                touched.push(c as u32);
+            }
+        }
+        count
+    }
+
+    /// [`Runs::count`] by a stamp per cell, the number of the run that last
+    /// saw it, where a bitmap takes a bit: an entry is a new cell of its run
+    /// when the cell's stamp is not the run's. No branch on where runs
+    /// start (as unpredictable as a coin on runs of an entry or two) and no
+    /// clearing.
+    #[inline(always)]
+    fn count_stamped(&self, cell: impl Fn(usize) -> u64) -> u64 {
+        let mut stamps = vec![0u32; self.words * 64];
+        // Run numbers from 1 (0 is no run); at most one per entry, fewer
+        // than `u32::MAX` (`Counter::by_runs`).
+        let mut run = 0u32;
+        let mut count = 0u64;
+        for (e, &f) in self.first_diff.iter().enumerate() {
+            run += u32::from(f < self.k);
+            if let Some(stamp) = stamps.get_mut(cell(e) as usize) {
+                count += u64::from(*stamp != run);
+                *stamp = run;
+            }
+        }
+        count
+    }
 }
 
 #[cfg(test)]

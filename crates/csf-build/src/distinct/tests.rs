@@ -94,7 +94,7 @@ fn every_method_counts_exactly() {
 fn fibers_count_exactly() {
     /// A shape, the pass's dimension, its sets and the method it takes for each.
     type Case<'a> = (&'a [u64], usize, &'a [Dims], &'a [&'a str]);
-    let cases: [Case<'_>; 4] = [
+    let cases: [Case<'_>; 5] = [
         (
             &[256, 1000, 100_000, 1 << 20],
             0,
@@ -105,6 +105,8 @@ fn fibers_count_exactly() {
         (&[256, 1000, 1 << 20, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["fibers", "hash"]),
         // Alone in its group, a set whose cells allow parts takes them.
         (&[256, 1000, 100_000, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["bitmap", "hash"]),
+        // One group, its extras of few cells (stamps) and of more (a bitmap).
+        (&[256, 1000, 40_000, 1 << 20], 0, &[0b0111, 0b1011], &["fibers", "fibers"]),
     ];
     let mut state = 0xf1be_u64;
     for (case, &(shape, a, sets, methods)) in cases.iter().enumerate() {
@@ -459,6 +461,20 @@ proptest::proptest! {
                 }
             }
         }
+        // In identity order: the sets holding its first dimensions by runs.
+        let mut rows: Vec<&[u64]> = indices.chunks_exact(rank).collect();
+        rows.sort_unstable();
+        let sorted = rows.concat();
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&sorted), len: rows.len(), packed: None };
+        for parallel in [false, true] {
+            let mut counter = Counter::new(&source, parallel);
+            proptest::prop_assert!(counter.count_sorted_prefixes());
+            let dense: Vec<Dims> = sets.iter().copied().filter(|&s| counter.is_dense(s)).collect();
+            counter.count_dense(&dense);
+            for &set in &dense {
+                proptest::prop_assert_eq!(counter.get(set), Some(brute(&sorted, rank, set)), "sorted {:b}", set);
+            }
+        }
     }
 }
 
@@ -537,4 +553,82 @@ fn the_bounds_check_counts_the_singles_it_reads() {
     assert_eq!(checked_singles(&source, false, true), Ok(Vec::new()));
     let source = Source { shape: &[2, 3, 4], indices: Indices::Columnar(&columns), len: 2, packed: None };
     assert_eq!(checked_singles(&source, false, true), Err(1));
+}
+
+/// Input in identity order counts the sets that hold its first dimensions
+/// by runs, exactly: by stamps and by bitmaps cleared run by run, rests of
+/// one, two and three dimensions, rows and columns, one thread and chunks
+/// of runs in parallel (a run as long as half the input crossing chunks),
+/// runs of one entry and of thousands, repeated entries.
+#[test]
+fn sorted_input_counts_by_runs() {
+    // A shape; sets with their prefix's length and whether stamps count them.
+    type Case<'a> = (&'a [u64], &'a [(Dims, usize, bool)]);
+    let cases: [Case<'_>; 3] = [
+        // Dimension 0 of two values: two runs of 100,000 entries.
+        (
+            &[2, 50, 1000, 3000],
+            &[(0b0101, 1, true), (0b1011, 2, true), (0b1101, 1, false), (0b1001, 1, true)],
+        ),
+        // Runs of an entry or two, and rests of three dimensions.
+        (
+            &[150_000, 40, 60, 7, 3000],
+            &[(0b00101, 1, true), (0b01011, 2, true), (0b11101, 1, false), (0b01101, 1, true)],
+        ),
+        (&[300, 2, 1500, 1000], &[(0b1101, 1, false), (0b1011, 2, true), (0b1001, 1, true)]),
+    ];
+    let mut state = 0x5041_u64;
+    for (case, &(shape, sets)) in cases.iter().enumerate() {
+        let rank = shape.len();
+        let n = 200_000;
+        let mut rows: Vec<Vec<u64>> = (0..n)
+            .map(|_| {
+                shape
+                    .iter()
+                    .map(|&e| if rand(&mut state) % 4 == 0 { 0 } else { rand(&mut state) % e })
+                    .collect()
+            })
+            .collect();
+        rows.sort_unstable();
+        let indices: Vec<u64> = rows.concat();
+        let columns: Vec<Vec<u64>> = (0..rank).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
+        let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+        for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
+            let source = Source { shape, indices: indices_of, len: n, packed: None };
+            for parallel in [false, true] {
+                let mut counter = Counter::new(&source, parallel);
+                assert!(counter.count_sorted_prefixes());
+                for &(set, k, stamped) in sets {
+                    let what = format!("case {case} set {set:b} parallel {parallel}");
+                    let rest = set & !((1 << k) - 1);
+                    assert_eq!(counter.by_runs(set), Some((k, rest)), "{what}");
+                    assert_eq!(counter.runs_stamped(rest), stamped, "{what}");
+                    counter.count_dense(&[set]);
+                    assert_eq!(counter.get(set), Some(brute(&indices, rank, set)), "{what}");
+                }
+            }
+        }
+    }
+    // Not by runs: input out of order, a set without dimension 0, a prefix
+    // set (counted by `count_sorted_prefixes`), a rest of too many cells.
+    let shape = [10u64, 10, 1 << 30];
+    let sorted: Vec<u64> = (0..1000u64).flat_map(|e| [e / 100, e / 10 % 10, e]).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&sorted), len: 1000, packed: None };
+    let mut counter = Counter::new(&source, false);
+    assert!(counter.count_sorted_prefixes());
+    assert_eq!(counter.by_runs(0b101), None);
+    assert_eq!(counter.by_runs(0b110), None);
+    assert_eq!(counter.by_runs(0b011), None);
+    let shape = [10u64, 10, 1000];
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&sorted), len: 1000, packed: None };
+    let mut counter = Counter::new(&source, false);
+    assert!(counter.count_sorted_prefixes());
+    assert_eq!(counter.by_runs(0b101), Some((1, 0b100)));
+    // Entry 0 last in dimension 2: a descent at entry 1.
+    let mut unsorted = sorted.clone();
+    unsorted.swap(2, 3 * 999 + 2);
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&unsorted), len: 1000, packed: None };
+    let mut counter = Counter::new(&source, false);
+    assert!(!counter.count_sorted_prefixes());
+    assert_eq!(counter.by_runs(0b101), None);
 }

@@ -1,8 +1,8 @@
 //! Counting one set's distinct projections within one bucket of a
 //! partition pass: by a bitmap of the bucket's cells, by a bitmap per part
 //! of them, by fibers (the bucket's keys grouped by some of the set's
-//! fields, then a small bitmap of the other fields per group), or by a hash
-//! table (see `pass.rs` for which).
+//! fields, then a small bitmap of the other fields per group, or for few
+//! cells a stamp per cell), or by a hash table (see `pass.rs` for which).
 
 use super::{PackedKey, MAX_FIELDS};
 
@@ -10,6 +10,9 @@ use super::{PackedKey, MAX_FIELDS};
 /// twice as many slots: 512 KiB of `u64` keys, within L2); bigger ones are
 /// split by hash first.
 const TABLE_KEYS: usize = 1 << 15;
+/// Extras of at most `2^STAMP_BITS` cells are counted by stamps
+/// (`Scratch::stamped_count`): 256 KiB of them, within L2.
+const STAMP_BITS: u32 = 16;
 /// Where a set's projection of a key lies among a bucket's cells.
 #[derive(Clone, PartialEq, Eq)]
 pub(super) struct Local {
@@ -49,11 +52,24 @@ pub(super) struct Scratch<K> {
     starts: Vec<usize>,
     /// All zero between buckets.
     bitmap: Vec<u64>,
+    /// Per cell of a fiber's extra, the number of the last group that saw
+    /// it (`Scratch::stamped_count`); numbers only grow, so a stamp left by
+    /// an earlier group (of any extra) never matches.
+    stamps: Vec<u32>,
+    /// The last group number handed out.
+    stamp: u32,
 }
 
 impl<K> Default for Scratch<K> {
     fn default() -> Self {
-        Self { table: Vec::new(), split: Vec::new(), starts: Vec::new(), bitmap: Vec::new() }
+        Self {
+            table: Vec::new(),
+            split: Vec::new(),
+            starts: Vec::new(),
+            bitmap: Vec::new(),
+            stamps: Vec::new(),
+            stamp: 0,
+        }
     }
 }
 
@@ -228,6 +244,9 @@ impl<K: PackedKey> Scratch<K> {
         steps: [(u32, u64, u32); N],
         bits: u32,
     ) -> u64 {
+        if bits <= STAMP_BITS {
+            return self.stamped_count(sorted, ends, steps, bits);
+        }
         let mut count = 0u64;
         let mut from = 0;
         for &to in ends {
@@ -238,6 +257,44 @@ impl<K: PackedKey> Scratch<K> {
                 n => self.bitmap_count(fiber.iter().map(|&k| cell_of(k, &steps)), n, bits),
             };
         }
+        count
+    }
+
+    /// [`Scratch::fiber_count`] for extras of few cells, by a stamp per
+    /// cell (4 bytes where the bitmap takes a bit): a key is a new cell of
+    /// its group when the cell's stamp is not the group's number. Groups
+    /// hold a few keys each, and a bitmap's clearing after each group (and
+    /// the branch on whether to) cost more than the stamps' room in cache.
+    fn stamped_count<const N: usize>(
+        &mut self,
+        sorted: &[K],
+        ends: &[usize],
+        steps: [(u32, u64, u32); N],
+        bits: u32,
+    ) -> u64 {
+        let cells = 1usize << bits;
+        let numbers = u32::try_from(ends.len()).unwrap_or(u32::MAX);
+        if self.stamps.len() < cells || self.stamp.checked_add(numbers).is_none() {
+            // Fresh stamps (numbers start again): bigger, or out of numbers.
+            self.stamps = vec![0; cells.max(self.stamps.len())];
+            self.stamp = 0;
+        }
+        let stamps = &mut self.stamps[..cells];
+        let mut group = self.stamp;
+        let mut count = 0u64;
+        let mut from = 0;
+        for &to in ends {
+            group += 1;
+            for &k in sorted.get(from..to).unwrap_or(&[]) {
+                // A cell is below `2^bits`: `get_mut` keeps this total.
+                if let Some(stamp) = stamps.get_mut(cell_of(k, &steps)) {
+                    count += u64::from(*stamp != group);
+                    *stamp = group;
+                }
+            }
+            from = to;
+        }
+        self.stamp = group;
         count
     }
 
@@ -303,5 +360,59 @@ impl<K: PackedKey> Scratch<K> {
             }
         }
         count + u64::from(saw_empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fibers counted by stamps count each group apart: across buckets of
+    /// one scratch, across extras of other cells sharing its stamps, and
+    /// when the group numbers run out and the stamps start again.
+    #[test]
+    fn stamps_count_each_group_apart() {
+        let local =
+            |shift: u32, width: u32| Local { fields: vec![(shift, width)], bits: width, part_bits: width };
+        // Keys of an 8-bit group above an 8-bit cell, and a 6-bit cell below that.
+        let (group, extra, other) = (local(14, 8), local(6, 8), local(0, 6));
+        let mut state = 0x57a3_u64;
+        let mut bucket = || -> Vec<u64> {
+            (0..3000)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // A dozen keys a group, a few of them repeats.
+                    let key = state % (1 << 22);
+                    if state >> 40 & 3 == 0 {
+                        key & !0xff
+                    } else {
+                        key
+                    }
+                })
+                .collect()
+        };
+        let distinct = |keys: &[u64], low: u32, width: u32| {
+            let cells: std::collections::BTreeSet<(u64, u64)> =
+                keys.iter().map(|&k| (k >> 14, k >> low & ((1 << width) - 1))).collect();
+            cells.len() as u64
+        };
+        let mut scratch = Scratch::<u64>::default();
+        let extras = [(0, extra), (1, other)];
+        for round in 0..4 {
+            if round == 2 {
+                // Two groups' numbers left: the stamps start again (numbers
+                // wrapping past them would find these).
+                scratch.stamp = u32::MAX - 1;
+                scratch.stamps.fill(1);
+            }
+            let keys = bucket();
+            let mut out = [0u64; 2];
+            scratch.fibers(&keys, &group, &extras, &mut out);
+            assert_eq!(out, [distinct(&keys, 6, 8), distinct(&keys, 0, 6)], "round {round}");
+        }
+        // Rounds 2 and 3 from 0: 256 groups and two extras a round.
+        assert_eq!(scratch.stamp, 2 * 2 * 256, "the numbers started again");
     }
 }
