@@ -49,7 +49,9 @@
 //!   share those `k` coordinates lie side by side, and each run's distinct
 //!   cells of the other dimensions are counted by a stamp per cell (the
 //!   number of the run that last saw it: no clearing, and no branch on
-//!   where runs start), or by a bitmap cleared after each run. Files are
+//!   where runs start), or by a bitmap cleared after each run; others of
+//!   many cells, when runs average at most four entries, by comparing a
+//!   run's two entries or a hash table per longer run. Files are
 //!   often stored sorted, and their sets with the first dimension then
 //!   cost a scan with a small table each, not a partition pass.
 //! - **tiny input** (at most 64 entries): a mask per dimension and entry of
@@ -60,7 +62,8 @@
 //! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
 //! from them; a single scan bigger than that runs alone); sorted input's
 //! first differences take a byte per entry, and a count by runs a bitmap
-//! or stamps of at most 1 MiB per thread, within the 16 bytes; a pass holds one
+//! or stamps of at most 1 MiB per thread, within the 16 bytes, or a hash
+//! table of at most 4 slots an entry of its longest run; a pass holds one
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
 //! 1 MiB, a bucket bitmap (or a fibers' bitmap) of at most 1 MiB and 2
 //! bytes per entry, and a fibers' table of at most `2^16` group starts and
@@ -118,6 +121,11 @@ const RIDE_BITS: u32 = 20;
 /// The most cells of a set's rest counted by runs with a stamp per cell
 /// (`Runs::count_stamped`): 1 MiB of stamps, within L2.
 const STAMP_CELLS: u64 = 1 << 18;
+/// The longest mean run counted by a hash table per run
+/// (`Runs::count_hashed`): runs of an entry or two need no table, and a
+/// table's probes cost more than a partition pass's once runs are longer
+/// (docs/benchmarks-history.md, "Auto, round 8").
+const RUN_HASHED: u64 = 4;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
 const SCAN_BLOCK: usize = 2048;
@@ -341,9 +349,29 @@ impl<'a> Counter<'a> {
     fn by_runs(&self, set: Dims) -> Option<(usize, Dims)> {
         let k = set.trailing_ones() as usize;
         let rest = set & !(u64::MAX >> (64 - k.max(1)));
-        let budget = BITS_PER_ENTRY.saturating_mul(self.entries()).clamp(MIN_BITS, SCAN_BITS);
-        let few = || self.cells(rest).is_some_and(|c| c <= budget);
-        (self.first_diff.is_some() && k > 0 && rest != 0 && few()).then_some((k, rest))
+        let counts = || self.runs_tally(k, rest).is_some();
+        (self.first_diff.is_some() && k > 0 && rest != 0 && counts()).then_some((k, rest))
+    }
+
+    /// How runs of the first `k` dimensions count the cells of `rest`: by
+    /// stamps (`Runs::count_stamped`: 4 bytes a cell, within the bitmaps'
+    /// budget of 16 bytes an entry and in L2, and a run number per entry
+    /// below `u32::MAX`); by a bitmap cleared run by run, within that
+    /// budget; else, when the rest's cells fit a word and the runs are
+    /// short (the identity's prefix counts tell their mean length), by a
+    /// hash table per run (`Runs::count_hashed`). `None`: not by runs.
+    fn runs_tally(&self, k: usize, rest: Dims) -> Option<Tally> {
+        let cells = self.cells(rest)?;
+        let entries = self.entries();
+        let budget = BITS_PER_ENTRY.saturating_mul(entries).clamp(MIN_BITS, SCAN_BITS);
+        if cells <= STAMP_CELLS.min(entries.saturating_mul(4)) && entries < u64::from(u32::MAX) {
+            return Some(Tally::Stamps);
+        }
+        if cells <= budget {
+            return Some(Tally::Bitmap);
+        }
+        let runs = self.get(u64::MAX >> (64 - k.clamp(1, 64)))?;
+        (entries <= runs.saturating_mul(RUN_HASHED)).then_some(Tally::Hash)
     }
 
     /// Whether a partition pass by `a` counts the dense `set` for less than a
@@ -434,25 +462,18 @@ impl<'a> Counter<'a> {
         }
     }
 
-    /// Whether runs count the cells of `rest` by stamps
-    /// (`Runs::count_stamped`): 4 bytes a cell, within the bitmaps' budget
-    /// of 16 bytes an entry and in L2, and a run number per entry below
-    /// `u32::MAX`.
-    fn runs_stamped(&self, rest: Dims) -> bool {
-        let few = self.cells(rest).is_some_and(|c| c <= STAMP_CELLS.min(self.entries().saturating_mul(4)));
-        few && self.source.len < u32::MAX as usize
-    }
-
     /// `D(set)` of a set counted by runs (see [`Counter::by_runs`]): chunks
-    /// of whole runs in parallel, each with its own bitmap.
+    /// of whole runs in parallel, each with its own table.
     fn count_runs(&self, set: Dims) -> u64 {
-        let (Some((k, rest)), Some(first_diff)) = (self.by_runs(set), self.first_diff.as_deref()) else {
+        let Some((k, rest)) = self.by_runs(set) else { return 0 };
+        let (Some(tally), Some(first_diff)) = (self.runs_tally(k, rest), self.first_diff.as_deref()) else {
             return 0;
         };
         let len = self.source.len.min(first_diff.len());
+        let shape = self.source.shape;
         let rest_dims: Vec<usize> = dims_of(rest).collect();
+        let extents: Vec<u64> = rest_dims.iter().map(|&d| shape[d]).collect();
         let words = self.cells(rest).unwrap_or(0).div_ceil(64) as usize;
-        let stamps = self.runs_stamped(rest);
         // An entry starts a run when it differs from the one before it
         // within the prefix (the first entry's `first_diff` is 0).
         let k = k as u8;
@@ -462,28 +483,49 @@ impl<'a> Counter<'a> {
             .collect();
         bounds.push(len);
         bounds.dedup();
+        // Cells of the rest's coordinates are mixed radix: below the rest's
+        // cells for coordinates inside the shape (wrapping keeps them total).
         let chunk = |range: Range<usize>| -> u64 {
-            let (shape, rank) = (self.source.shape, self.source.shape.len());
-            let runs = Runs { first_diff: &first_diff[range.clone()], k, words, stamps };
+            let runs = Runs { first_diff: &first_diff[range.clone()], k, words, tally };
             match (self.source.indices, &rest_dims[..]) {
+                // (Keys are packed only of input out of identity order,
+                // which has no runs; read as any packed source is.)
+                _ if self.source.packed.is_some() => runs.count(|e| {
+                    let coord = |d: usize| self.source.coord(range.start + e, d);
+                    rest_dims
+                        .iter()
+                        .zip(&extents)
+                        .fold(0u64, |cell, (&d, &x)| cell.wrapping_mul(x).wrapping_add(coord(d)))
+                }),
                 (Indices::Columnar(cols), &[d]) => runs.count(|e| cols[d][range.start + e]),
-                (Indices::Columnar(cols), &[d, f]) => {
-                    runs.count(|e| cols[d][range.start + e] * shape[f] + cols[f][range.start + e])
+                (Indices::Columnar(cols), &[d, f]) => runs.count(|e| {
+                    cols[d][range.start + e].wrapping_mul(shape[f]).wrapping_add(cols[f][range.start + e])
+                }),
+                (Indices::Columnar(cols), _) => {
+                    let columns: Vec<&[u64]> = rest_dims.iter().map(|&d| &cols[d][range.clone()]).collect();
+                    runs.count(|e| {
+                        columns
+                            .iter()
+                            .zip(&extents)
+                            .fold(0u64, |cell, (c, &x)| cell.wrapping_mul(x).wrapping_add(c[e]))
+                    })
                 }
-                (Indices::RowMajor(flat), &[d]) => {
+                (Indices::RowMajor(flat), _) => {
+                    let rank = shape.len();
                     let rows = &flat[range.start * rank..range.end * rank];
-                    runs.count(|e| rows[e * rank + d])
-                }
-                (Indices::RowMajor(flat), &[d, f]) => {
-                    let rows = &flat[range.start * rank..range.end * rank];
-                    runs.count(|e| rows[e * rank + d] * shape[f] + rows[e * rank + f])
-                }
-                _ => {
-                    let cell = |e: usize| {
-                        let coord = |d: usize| self.source.coord(range.start + e, d);
-                        rest_dims.iter().fold(0u64, |cell, &d| cell * shape[d] + coord(d))
-                    };
-                    runs.count(cell)
+                    match rest_dims[..] {
+                        [d] => runs.count(|e| rows[e * rank + d]),
+                        [d, f] => runs.count(|e| {
+                            rows[e * rank + d].wrapping_mul(shape[f]).wrapping_add(rows[e * rank + f])
+                        }),
+                        _ => runs.count(|e| {
+                            let row = &rows[e * rank..(e + 1) * rank];
+                            rest_dims
+                                .iter()
+                                .zip(&extents)
+                                .fold(0u64, |cell, (&d, &x)| cell.wrapping_mul(x).wrapping_add(row[d]))
+                        }),
+                    }
                 }
             }
         };
@@ -878,8 +920,16 @@ struct Runs<'a> {
     k: u8,
     /// The words of the rest's bitmap.
     words: usize,
-    /// Whether to count by stamps (`Runs::count_stamped`).
-    stamps: bool,
+    /// How each run's distinct cells are counted.
+    tally: Tally,
+}
+
+/// How runs count their distinct cells (`Counter::runs_tally`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tally {
+    Stamps,
+    Bitmap,
+    Hash,
 }
 
 impl Runs<'_> {
@@ -888,8 +938,10 @@ impl Runs<'_> {
     /// shape, so cells are below `64 * words`; `get_mut` keeps this total.
     #[inline(always)]
     fn count(&self, cell: impl Fn(usize) -> u64) -> u64 {
-        if self.stamps {
-            return self.count_stamped(cell);
+        match self.tally {
+            Tally::Stamps => return self.count_stamped(cell),
+            Tally::Hash => return self.count_hashed(cell),
+            Tally::Bitmap => {}
         }
         let mut map = vec![0u64; self.words];
         // The cells set in this run, to clear at its end; once as many as
@@ -940,6 +992,51 @@ impl Runs<'_> {
                 count += u64::from(*stamp != run);
                 *stamp = run;
             }
+        }
+        count
+    }
+
+    /// [`Runs::count`] by a hash table per run, for rests of too many cells
+    /// for a bitmap: linear probing in a table of at least twice the run's
+    /// entries (a run's end is found from `first_diff` first), emptied
+    /// after it. Runs of one or two entries need no table.
+    fn count_hashed(&self, cell: impl Fn(usize) -> u64) -> u64 {
+        // No cell is `EMPTY`: the rest's cells fit a word, so the last is
+        // below `u64::MAX`.
+        const EMPTY: u64 = u64::MAX;
+        let mut table: Vec<u64> = Vec::new();
+        let mut count = 0u64;
+        let n = self.first_diff.len();
+        let mut start = 0;
+        while start < n {
+            let after = self.first_diff.get(start + 1..).unwrap_or(&[]);
+            let end = after.iter().position(|&f| f < self.k).map_or(n, |p| start + 1 + p);
+            count += match end - start {
+                1 => 1,
+                2 => 1 + u64::from(cell(start) != cell(start + 1)),
+                len => {
+                    let bits = (2 * len).next_power_of_two().trailing_zeros();
+                    let mask = (1usize << bits) - 1;
+                    if table.len() <= mask {
+                        table.resize(mask + 1, EMPTY);
+                    }
+                    let slots = &mut table[..=mask];
+                    let mut distinct = 0;
+                    for e in start..end {
+                        let c = cell(e);
+                        // Fibonacci hashing: the product's top bits.
+                        let mut i = (c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize & mask;
+                        while slots[i] != EMPTY && slots[i] != c {
+                            i = (i + 1) & mask;
+                        }
+                        distinct += u64::from(slots[i] == EMPTY);
+                        slots[i] = c;
+                    }
+                    slots.fill(EMPTY);
+                    distinct
+                }
+            };
+            start = end;
         }
         count
     }

@@ -556,26 +556,37 @@ fn the_bounds_check_counts_the_singles_it_reads() {
 }
 
 /// Input in identity order counts the sets that hold its first dimensions
-/// by runs, exactly: by stamps and by bitmaps cleared run by run, rests of
-/// one, two and three dimensions, rows and columns, one thread and chunks
-/// of runs in parallel (a run as long as half the input crossing chunks),
-/// runs of one entry and of thousands, repeated entries.
+/// by runs, exactly: by stamps, by bitmaps cleared run by run and by hash
+/// tables per run, rests of one, two and three dimensions, rows and
+/// columns, one thread and chunks of runs in parallel (a run as long as
+/// half the input crossing chunks), runs of one entry and of thousands,
+/// repeated entries.
 #[test]
 fn sorted_input_counts_by_runs() {
-    // A shape; sets with their prefix's length and whether stamps count them.
-    type Case<'a> = (&'a [u64], &'a [(Dims, usize, bool)]);
-    let cases: [Case<'_>; 3] = [
+    use Tally::{Bitmap, Hash, Stamps};
+    // A shape; sets with their prefix's length and how runs count them.
+    type Case<'a> = (&'a [u64], &'a [(Dims, usize, Tally)]);
+    let cases: [Case<'_>; 5] = [
         // Dimension 0 of two values: two runs of 100,000 entries.
         (
             &[2, 50, 1000, 3000],
-            &[(0b0101, 1, true), (0b1011, 2, true), (0b1101, 1, false), (0b1001, 1, true)],
+            &[(0b0101, 1, Stamps), (0b1011, 2, Stamps), (0b1101, 1, Bitmap), (0b1001, 1, Stamps)],
         ),
         // Runs of an entry or two, and rests of three dimensions.
         (
-            &[150_000, 40, 60, 7, 3000],
-            &[(0b00101, 1, true), (0b01011, 2, true), (0b11101, 1, false), (0b01101, 1, true)],
+            &[150_000, 40, 60, 7, 30_000],
+            &[
+                (0b00101, 1, Stamps),
+                (0b01011, 2, Stamps),
+                (0b11101, 1, Hash),
+                (0b01101, 1, Stamps),
+                (0b10101, 1, Bitmap),
+            ],
         ),
-        (&[300, 2, 1500, 1000], &[(0b1101, 1, false), (0b1011, 2, true), (0b1001, 1, true)]),
+        (&[300, 2, 1500, 1000], &[(0b1101, 1, Bitmap), (0b1011, 2, Stamps), (0b1001, 1, Stamps)]),
+        // Runs of an entry or two hashed, and of some 700 entries by stamps.
+        (&[150_000, 2, 150_000, 1000], &[(0b1101, 1, Hash), (0b1011, 2, Stamps)]),
+        (&[300, 2, 150_000, 1000], &[(0b0101, 1, Stamps)]),
     ];
     let mut state = 0x5041_u64;
     for (case, &(shape, sets)) in cases.iter().enumerate() {
@@ -598,27 +609,35 @@ fn sorted_input_counts_by_runs() {
             for parallel in [false, true] {
                 let mut counter = Counter::new(&source, parallel);
                 assert!(counter.count_sorted_prefixes());
-                for &(set, k, stamped) in sets {
+                for &(set, k, tally) in sets {
                     let what = format!("case {case} set {set:b} parallel {parallel}");
                     let rest = set & !((1 << k) - 1);
                     assert_eq!(counter.by_runs(set), Some((k, rest)), "{what}");
-                    assert_eq!(counter.runs_stamped(rest), stamped, "{what}");
+                    assert_eq!(counter.runs_tally(k, rest), Some(tally), "{what}");
                     counter.count_dense(&[set]);
                     assert_eq!(counter.get(set), Some(brute(&indices, rank, set)), "{what}");
                 }
             }
         }
     }
-    // Not by runs: input out of order, a set without dimension 0, a prefix
-    // set (counted by `count_sorted_prefixes`), a rest of too many cells.
+    // Not by runs: a set without dimension 0, a prefix set (counted by
+    // `count_sorted_prefixes`), a rest of too many cells for a bitmap in
+    // runs too long for a table each, input out of order.
     let shape = [10u64, 10, 1 << 30];
     let sorted: Vec<u64> = (0..1000u64).flat_map(|e| [e / 100, e / 10 % 10, e]).collect();
     let source = Source { shape: &shape, indices: Indices::RowMajor(&sorted), len: 1000, packed: None };
     let mut counter = Counter::new(&source, false);
     assert!(counter.count_sorted_prefixes());
-    assert_eq!(counter.by_runs(0b101), None);
     assert_eq!(counter.by_runs(0b110), None);
     assert_eq!(counter.by_runs(0b011), None);
+    assert_eq!(counter.by_runs(0b101), None);
+    // The same rest in runs of one entry: hashed.
+    let short: Vec<u64> = (0..1000u64).flat_map(|e| [e, e % 10, e << 20]).collect();
+    let shape = [1000u64, 10, 1 << 30];
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&short), len: 1000, packed: None };
+    let mut counter = Counter::new(&source, false);
+    assert!(counter.count_sorted_prefixes());
+    assert_eq!((counter.by_runs(0b101), counter.runs_tally(1, 0b100)), (Some((1, 0b100)), Some(Hash)));
     let shape = [10u64, 10, 1000];
     let source = Source { shape: &shape, indices: Indices::RowMajor(&sorted), len: 1000, packed: None };
     let mut counter = Counter::new(&source, false);
