@@ -86,9 +86,11 @@ use crate::{Indices, Source};
 
 mod bitmap;
 mod pass;
+mod stamps;
 
 use bitmap::Bitmap;
 use pass::{KeyArrays, Plan};
+use stamps::Stamps;
 
 /// A set of dimensions: bit `d` stands for dimension `d`.
 pub(crate) type Dims = u64;
@@ -344,13 +346,15 @@ impl<'a> Counter<'a> {
     /// entries, each a bit set in a bitmap of the rest's cells, cleared at
     /// the end of each run, or for fewer cells a stamp (`Runs`). That
     /// bitmap is the rest's alone, where a scan's would be the whole set's,
-    /// and a partition pass would scatter the entries first. Returns `k`
-    /// and the rest.
-    fn by_runs(&self, set: Dims) -> Option<(usize, Dims)> {
+    /// and a partition pass would scatter the entries first. Returns `k`,
+    /// the rest and how its cells are counted.
+    fn by_runs(&self, set: Dims) -> Option<(usize, Dims, Tally)> {
         let k = set.trailing_ones() as usize;
         let rest = set & !(u64::MAX >> (64 - k.max(1)));
-        let counts = || self.runs_tally(k, rest).is_some();
-        (self.first_diff.is_some() && k > 0 && rest != 0 && counts()).then_some((k, rest))
+        if self.first_diff.is_none() || k == 0 || rest == 0 {
+            return None;
+        }
+        self.runs_tally(k, rest).map(|tally| (k, rest, tally))
     }
 
     /// How runs of the first `k` dimensions count the cells of `rest`: by
@@ -465,8 +469,8 @@ impl<'a> Counter<'a> {
     /// `D(set)` of a set counted by runs (see [`Counter::by_runs`]): chunks
     /// of whole runs in parallel, each with its own table.
     fn count_runs(&self, set: Dims) -> u64 {
-        let Some((k, rest)) = self.by_runs(set) else { return 0 };
-        let (Some(tally), Some(first_diff)) = (self.runs_tally(k, rest), self.first_diff.as_deref()) else {
+        let (Some((k, rest, tally)), Some(first_diff)) = (self.by_runs(set), self.first_diff.as_deref())
+        else {
             return 0;
         };
         let len = self.source.len.min(first_diff.len());
@@ -981,17 +985,13 @@ impl Runs<'_> {
     /// clearing.
     #[inline(always)]
     fn count_stamped(&self, cell: impl Fn(usize) -> u64) -> u64 {
-        let mut stamps = vec![0u32; self.words * 64];
-        // Run numbers from 1 (0 is no run); at most one per entry, fewer
-        // than `u32::MAX` (`Counter::by_runs`).
-        let mut run = 0u32;
+        let mut stamps = Stamps::default();
+        // A run number per entry at most (the first entry starts one).
+        let mut tally = stamps.tally(self.words * 64, self.first_diff.len());
         let mut count = 0u64;
         for (e, &f) in self.first_diff.iter().enumerate() {
-            run += u32::from(f < self.k);
-            if let Some(stamp) = stamps.get_mut(cell(e) as usize) {
-                count += u64::from(*stamp != run);
-                *stamp = run;
-            }
+            tally.next_group_if(f < self.k);
+            count += tally.see(cell(e) as usize);
         }
         count
     }

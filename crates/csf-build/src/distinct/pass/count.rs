@@ -4,6 +4,7 @@
 //! fields, then a small bitmap of the other fields per group, or for few
 //! cells a stamp per cell), or by a hash table (see `pass.rs` for which).
 
+use super::super::stamps::Stamps;
 use super::{PackedKey, MAX_FIELDS};
 
 /// A bucket part up to this many keys is counted in one hash table (of
@@ -53,11 +54,8 @@ pub(super) struct Scratch<K> {
     /// All zero between buckets.
     bitmap: Vec<u64>,
     /// Per cell of a fiber's extra, the number of the last group that saw
-    /// it (`Scratch::stamped_count`); numbers only grow, so a stamp left by
-    /// an earlier group (of any extra) never matches.
-    stamps: Vec<u32>,
-    /// The last group number handed out.
-    stamp: u32,
+    /// it (`Scratch::stamped_count`), kept across buckets and extras.
+    stamps: Stamps,
 }
 
 impl<K> Default for Scratch<K> {
@@ -67,8 +65,7 @@ impl<K> Default for Scratch<K> {
             split: Vec::new(),
             starts: Vec::new(),
             bitmap: Vec::new(),
-            stamps: Vec::new(),
-            stamp: 0,
+            stamps: Stamps::default(),
         }
     }
 }
@@ -272,29 +269,17 @@ impl<K: PackedKey> Scratch<K> {
         steps: [(u32, u64, u32); N],
         bits: u32,
     ) -> u64 {
-        let cells = 1usize << bits;
-        let numbers = u32::try_from(ends.len()).unwrap_or(u32::MAX);
-        if self.stamps.len() < cells || self.stamp.checked_add(numbers).is_none() {
-            // Fresh stamps (numbers start again): bigger, or out of numbers.
-            self.stamps = vec![0; cells.max(self.stamps.len())];
-            self.stamp = 0;
-        }
-        let stamps = &mut self.stamps[..cells];
-        let mut group = self.stamp;
+        let mut tally = self.stamps.tally(1 << bits, ends.len());
         let mut count = 0u64;
         let mut from = 0;
         for &to in ends {
-            group += 1;
+            tally.next_group_if(true);
             for &k in sorted.get(from..to).unwrap_or(&[]) {
-                // A cell is below `2^bits`: `get_mut` keeps this total.
-                if let Some(stamp) = stamps.get_mut(cell_of(k, &steps)) {
-                    count += u64::from(*stamp != group);
-                    *stamp = group;
-                }
+                // A cell is below `2^bits`.
+                count += tally.see(cell_of(k, &steps));
             }
             from = to;
         }
-        self.stamp = group;
         count
     }
 
@@ -404,8 +389,8 @@ mod tests {
             if round == 2 {
                 // Two groups' numbers left: the stamps start again (numbers
                 // wrapping past them would find these).
-                scratch.stamp = u32::MAX - 1;
-                scratch.stamps.fill(1);
+                scratch.stamps.last = u32::MAX - 1;
+                scratch.stamps.table.fill(1);
             }
             let keys = bucket();
             let mut out = [0u64; 2];
@@ -413,6 +398,6 @@ mod tests {
             assert_eq!(out, [distinct(&keys, 6, 8), distinct(&keys, 0, 6)], "round {round}");
         }
         // Rounds 2 and 3 from 0: 256 groups and two extras a round.
-        assert_eq!(scratch.stamp, 2 * 2 * 256, "the numbers started again");
+        assert_eq!(scratch.stamps.last, 2 * 2 * 256, "the numbers started again");
     }
 }
