@@ -49,7 +49,8 @@
 //!   share those `k` coordinates lie side by side, and each run's distinct
 //!   cells of the other dimensions are counted by a stamp per cell (the
 //!   number of the run that last saw it: no clearing, and no branch on
-//!   where runs start), or by a bitmap cleared after each run; others of
+//!   where runs start; `stamps.rs`, which the fibers' stamps share), or
+//!   by a bitmap cleared after each run; others of
 //!   many cells, when runs average at most four entries, by comparing a
 //!   run's two entries or a hash table per longer run. Files are
 //!   often stored sorted, and their sets with the first dimension then
