@@ -276,32 +276,56 @@ fn empty_input_has_no_projections() {
     assert_eq!(counter.get(0), Some(0));
 }
 
+/// Sorted input of ranks 3 to 6 (ranks 4 and 5 take the scan without a
+/// branch per dimension, the others compare until they differ), in rows
+/// and columns: each prefix set's count, each entry's first difference, and
+/// a descent in any dimension, anywhere, found.
 #[test]
 fn sorted_input_gives_the_identity_prefixes() {
-    let shape = [4u64, 3, 5];
     let mut state = 11u64;
-    let mut rows: Vec<[u64; 3]> = (0..300).map(|_| [0, 1, 2].map(|d| rand(&mut state) % shape[d])).collect();
-    rows.sort_unstable(); // with repeats
-    let indices: Vec<u64> = rows.iter().flatten().copied().collect();
-    let columns: Vec<Vec<u64>> = (0..3).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
-    let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
-    for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
-        let source = Source { shape: &shape, indices: indices_of, len: rows.len(), packed: None };
-        let mut counter = Counter::new(&source, false);
-        counter.count_sorted_prefixes();
-        for set in [0b001, 0b011, 0b111] {
-            assert_eq!(counter.get(set), Some(brute(&indices, 3, set)), "set {set:b}");
+    for rank in 3..=6 {
+        let shape: Vec<u64> = (0..rank as u64).map(|d| 2 + d % 3).collect();
+        let mut rows: Vec<Vec<u64>> =
+            (0..300).map(|_| shape.iter().map(|&e| rand(&mut state) % e).collect()).collect();
+        rows.sort_unstable(); // with repeats
+        let first_diffs: Vec<u8> = std::iter::once(0)
+            .chain(
+                rows.windows(2)
+                    .map(|w| w[0].iter().zip(&w[1]).position(|(p, n)| p != n).unwrap_or(rank) as u8),
+            )
+            .collect();
+        let check = |rows: &[Vec<u64>], sorted: bool, what: &str| {
+            let indices: Vec<u64> = rows.concat();
+            let columns: Vec<Vec<u64>> = (0..rank).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
+            let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+            for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
+                let source = Source { shape: &shape, indices: indices_of, len: rows.len(), packed: None };
+                let mut counter = Counter::new(&source, false);
+                let what = format!("rank {rank}, {what}, {}", matches!(indices_of, Indices::RowMajor(_)));
+                assert_eq!(counter.count_sorted_prefixes(), sorted, "{what}");
+                for k in 1..rank {
+                    let set: Dims = (1 << k) - 1;
+                    let want = sorted.then(|| brute(&indices, rank, set));
+                    assert_eq!(counter.get(set), want, "{what}: set {set:b}");
+                }
+                assert_eq!(counter.get(0b10), None, "{what}");
+                let kept = counter.first_diff.as_deref();
+                assert_eq!(kept, sorted.then_some(&first_diffs[..]), "{what}");
+            }
+        };
+        check(&rows, true, "sorted");
+        // A descent in each dimension (the dimensions before it equal), at
+        // the first pair, in the middle and at the last pair.
+        for d in 0..rank {
+            for at in [1, 150, 299] {
+                let mut unsorted = rows.clone();
+                unsorted[at] = unsorted[at - 1].clone();
+                unsorted[at - 1][d] = 1;
+                unsorted[at][d] = 0;
+                check(&unsorted, false, &format!("descent in {d} at {at}"));
+            }
         }
-        assert_eq!(counter.get(0b010), None);
     }
-    // One descent anywhere: nothing counted.
-    let mut unsorted = indices.clone();
-    unsorted.swap(3 * 150, 3 * 298);
-    let source =
-        Source { shape: &shape, indices: Indices::RowMajor(&unsorted), len: rows.len(), packed: None };
-    let mut counter = Counter::new(&source, false);
-    counter.count_sorted_prefixes();
-    assert_eq!(counter.get(0b001), None);
 }
 
 /// Passes of one counter by one dimension after another, each scattering
