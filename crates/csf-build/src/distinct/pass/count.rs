@@ -56,6 +56,8 @@ pub(super) struct Scratch<K> {
     /// Per cell of a fiber's extra, the number of the last group that saw
     /// it (`Scratch::stamped_count`), kept across buckets and extras.
     stamps: Stamps,
+    /// Per key of a bucket sorted by fiber group, 1 where a group starts.
+    group_starts: Vec<u8>,
 }
 
 impl<K> Default for Scratch<K> {
@@ -66,6 +68,7 @@ impl<K> Default for Scratch<K> {
             starts: Vec::new(),
             bitmap: Vec::new(),
             stamps: Stamps::default(),
+            group_starts: Vec::new(),
         }
     }
 }
@@ -224,9 +227,30 @@ impl<K: PackedKey> Scratch<K> {
         let steps = group.steps::<N>();
         let by_group = |k: K| (cell_of(k, &steps), k);
         self.split_by(keys, 1 << group.bits, by_group, |scratch, sorted, ends| {
-            for (set, extra) in extras {
-                out[*set] += scratch.fiber_count(sorted, ends, extra.steps::<N>(), extra.bits);
+            // Stamped extras read where groups start from a byte a key, made
+            // once for all of them: no loop a group (see `stamped_count`).
+            let mut starts = std::mem::take(&mut scratch.group_starts);
+            if extras.iter().any(|(_, extra)| extra.bits <= STAMP_BITS) {
+                starts.clear();
+                starts.resize(sorted.len(), 0);
+                // Each group starts where the one before it ends (an empty
+                // group where the next one starts, the last ones maybe past
+                // the last key).
+                for &from in std::iter::once(&0).chain(ends) {
+                    if let Some(start) = starts.get_mut(from) {
+                        *start = 1;
+                    }
+                }
             }
+            for (set, extra) in extras {
+                let steps = extra.steps::<N>();
+                out[*set] += if extra.bits <= STAMP_BITS {
+                    scratch.stamped_count(sorted, &starts, steps, extra.bits)
+                } else {
+                    scratch.fiber_count(sorted, ends, steps, extra.bits)
+                };
+            }
+            scratch.group_starts = starts;
         });
     }
 
@@ -241,9 +265,6 @@ impl<K: PackedKey> Scratch<K> {
         steps: [(u32, u64, u32); N],
         bits: u32,
     ) -> u64 {
-        if bits <= STAMP_BITS {
-            return self.stamped_count(sorted, ends, steps, bits);
-        }
         let mut count = 0u64;
         let mut from = 0;
         for &to in ends {
@@ -257,28 +278,28 @@ impl<K: PackedKey> Scratch<K> {
         count
     }
 
-    /// [`Scratch::fiber_count`] for extras of few cells, by a stamp per
-    /// cell (4 bytes where the bitmap takes a bit): a key is a new cell of
-    /// its group when the cell's stamp is not the group's number. Groups
-    /// hold a few keys each, and a bitmap's clearing after each group (and
-    /// the branch on whether to) cost more than the stamps' room in cache.
+    /// [`Scratch::fiber_count`] for extras of few cells (at most
+    /// `2^STAMP_BITS`), by a stamp per cell (4 bytes where the bitmap takes a
+    /// bit): a key is a new cell of its group when the cell's stamp is not
+    /// the group's number. `starts[i]` is 1 where key `i` starts a group.
+    /// Groups hold a few keys each (one or two on the real tensors), and a
+    /// loop a group mispredicts its end about once a group, where this loop
+    /// a key has no branch on where groups start; a bitmap's clearing after
+    /// each group (and the branch on whether to) would cost more still.
     fn stamped_count<const N: usize>(
         &mut self,
         sorted: &[K],
-        ends: &[usize],
+        starts: &[u8],
         steps: [(u32, u64, u32); N],
         bits: u32,
     ) -> u64 {
-        let mut tally = self.stamps.tally(1 << bits, ends.len());
+        // A group number a key at most.
+        let mut tally = self.stamps.tally(1 << bits, sorted.len());
         let mut count = 0u64;
-        let mut from = 0;
-        for &to in ends {
-            tally.next_group_if(true);
-            for &k in sorted.get(from..to).unwrap_or(&[]) {
-                // A cell is below `2^bits`.
-                count += tally.see(cell_of(k, &steps));
-            }
-            from = to;
+        for (&k, &start) in sorted.iter().zip(starts) {
+            tally.next_group_if(start != 0);
+            // A cell is below `2^bits`.
+            count += tally.see(cell_of(k, &steps));
         }
         count
     }
@@ -362,8 +383,8 @@ mod tests {
         // Keys of an 8-bit group above an 8-bit cell, and a 6-bit cell below that.
         let (group, extra, other) = (local(14, 8), local(6, 8), local(0, 6));
         let mut state = 0x57a3_u64;
-        let mut bucket = || -> Vec<u64> {
-            (0..3000)
+        let mut bucket = |n: usize| -> Vec<u64> {
+            (0..n)
                 .map(|_| {
                     state ^= state << 13;
                     state ^= state >> 7;
@@ -392,12 +413,19 @@ mod tests {
                 scratch.stamps.last = u32::MAX - 1;
                 scratch.stamps.table.fill(1);
             }
-            let keys = bucket();
+            let keys = bucket(3000);
             let mut out = [0u64; 2];
             scratch.fibers(&keys, &group, &extras, &mut out);
             assert_eq!(out, [distinct(&keys, 6, 8), distinct(&keys, 0, 6)], "round {round}");
         }
         // Rounds 2 and 3 from 0: 256 groups and two extras a round.
         assert_eq!(scratch.stamps.last, 2 * 2 * 256, "the numbers started again");
+        // Few keys: groups of one key, empty groups between them, before
+        // them and after the last; and every key in the last group.
+        for keys in [bucket(20), bucket(2), vec![0x3f_c000, 0x3f_c0ff, 0x3f_c000, 0x3f_ff3f]] {
+            let mut out = [0u64; 2];
+            scratch.fibers(&keys, &group, &extras, &mut out);
+            assert_eq!(out, [distinct(&keys, 6, 8), distinct(&keys, 0, 6)], "keys {keys:x?}");
+        }
     }
 }
