@@ -26,8 +26,9 @@
 //! cells: the bucket's keys grouped by their group cell (a counting sort,
 //! shared by every set of the same group), then each group's distinct extra
 //! cells by a small bitmap (by stamps, the number of the group that last
-//! saw each cell, for at most `2^16` cells: a group of a few keys costs no
-//! clearing); else by a bitmap per part when a little more
+//! saw each cell, for at most `2^16` cells, read in one loop a key from a
+//! byte a key that marks where groups start: a group of a few keys costs
+//! no clearing and no branch); else by a bitmap per part when a little more
 //! (the cells split by their top bits into parts of `2^PART_BITS`, each
 //! counted in cache), else by a linear-probing hash table whose first probe
 //! does not branch on what it finds.
