@@ -1077,12 +1077,7 @@ impl Runs<'_> {
         let mut stamps = Stamps::default();
         // A run number per entry at most (the first entry starts one).
         let mut tally = stamps.tally(self.words * 64, self.first_diff.len());
-        let mut count = 0u64;
-        for (e, &f) in self.first_diff.iter().enumerate() {
-            tally.next_group_if(f < self.k);
-            count += tally.see(cell(e) as usize);
-        }
-        count
+        tally.count(self.first_diff.iter().enumerate().map(|(e, &f)| (f < self.k, cell(e) as usize)))
     }
 
     /// [`Runs::count`] by a hash table per run, for rests of too many cells

@@ -66,6 +66,17 @@ impl Tally<'_> {
             None => 0,
         }
     }
+
+    /// The distinct cells within each group, added up, over `(starts, cell)`
+    /// pairs in group order: `starts` is whether the pair begins a group (the
+    /// first pair must). The loop of both counters.
+    #[inline(always)]
+    pub(super) fn count(&mut self, pairs: impl Iterator<Item = (bool, usize)>) -> u64 {
+        pairs.fold(0, |count, (starts, cell)| {
+            self.next_group_if(starts);
+            count + self.see(cell)
+        })
+    }
 }
 
 impl Drop for Tally<'_> {
@@ -113,5 +124,10 @@ mod tests {
         tally.next_group_if(true);
         assert_eq!(tally.see(15), 1);
         assert_eq!(tally.see(3), 1, "a stamp of 1 left would match group 1");
+        drop(tally);
+        // The loop over (starts a group, cell) pairs: 1 in the first group,
+        // 1 and 2 in the second.
+        let pairs = [(true, 1), (false, 1), (true, 1), (false, 2), (false, 1)];
+        assert_eq!(stamps.tally(16, pairs.len()).count(pairs.into_iter()), 3);
     }
 }

@@ -295,13 +295,8 @@ impl<K: PackedKey> Scratch<K> {
     ) -> u64 {
         // A group number a key at most.
         let mut tally = self.stamps.tally(1 << bits, sorted.len());
-        let mut count = 0u64;
-        for (&k, &start) in sorted.iter().zip(starts) {
-            tally.next_group_if(start != 0);
-            // A cell is below `2^bits`.
-            count += tally.see(cell_of(k, &steps));
-        }
-        count
+        // A cell is below `2^bits`.
+        tally.count(sorted.iter().zip(starts).map(|(&k, &start)| (start != 0, cell_of(k, &steps))))
     }
 
     /// The number of distinct `key & mask` over `keys`. A bucket too big for
