@@ -740,14 +740,35 @@ pub(crate) fn is_dense(shape: &[u64], entries: usize, set: Dims) -> bool {
     cells.is_some_and(|c| c <= DENSE_BITS.min(budget))
 }
 
+/// Per dimension of `shape`, whether `Auto` over `len` entries counts its
+/// single `D({d})` by a bitmap as it checks the bounds ([`checked_singles`],
+/// and the packing of `build/packed.rs`, which reads every coordinate too):
+/// a bitmap within one scan's bits (as `Counter::is_dense` allows, and not
+/// for a tiny input, counted by masks), all of them together within the
+/// bits allowed per entry (the budget of the bitmaps in flight), and not a
+/// dimension within a pair of few cells, whose bitmap one scan fills and
+/// projects it from for next to nothing (`Counter::derivations`).
+pub(crate) fn singles_counted(shape: &[u64], len: usize) -> Vec<bool> {
+    let budget = BITS_PER_ENTRY.saturating_mul(len as u64).clamp(MIN_BITS, SCAN_BITS);
+    let in_dense_pair = |d: usize| {
+        (0..shape.len()).any(|e| e != d && shape[d].checked_mul(shape[e]).is_some_and(|c| c <= budget))
+    };
+    let mut room = BITS_PER_ENTRY.saturating_mul(len as u64).max(MIN_BITS);
+    (0..shape.len())
+        .map(|d| {
+            let takes = len > TINY && shape[d] <= budget.min(room) && !in_dense_pair(d);
+            room -= if takes { shape[d] } else { 0 };
+            takes
+        })
+        .collect()
+}
+
 /// The crate's bounds check: whether every coordinate is inside the shape,
 /// reading each block of coordinates once. With `count` (`Auto`, which
 /// reads every coordinate before it counts), it also counts `D({d})` of
-/// each dimension `d` whose bitmap stays in L2 and that no pair of few
-/// cells holds (in dimension order, while their bitmaps together stay
-/// within 16 bytes per entry), by bitmaps set from each block just
-/// checked: the singles' scans would read the input again (memory
-/// bandwidth, not the bits, is what both cost). `Err(entry)` when a
+/// each dimension that [`singles_counted`] selects, by bitmaps set from
+/// each block just checked: the singles' scans would read the input again
+/// (memory bandwidth, not the bits, is what both cost). `Err(entry)` when a
 /// coordinate is outside: no entry before `entry` has one, and
 /// `check_bounds` searches from there for the first.
 pub(crate) fn checked_singles(
@@ -756,25 +777,7 @@ pub(crate) fn checked_singles(
     count: bool,
 ) -> Result<Vec<(Dims, u64)>, usize> {
     let (len, shape) = (source.len, source.shape);
-    // As `Counter::is_dense` allows, within one scan's bits, and not for a
-    // tiny input (counted by masks).
-    let budget = BITS_PER_ENTRY.saturating_mul(len as u64).clamp(MIN_BITS, SCAN_BITS);
-    // A single within a pair of few cells (whose bitmap one scan fills) is
-    // projected from the pair's bitmap for next to nothing
-    // (`Counter::derivations`): not counted here.
-    let in_dense_pair = |d: usize| {
-        (0..shape.len()).any(|e| e != d && shape[d].checked_mul(shape[e]).is_some_and(|c| c <= budget))
-    };
-    // Each bitmap within one scan's bits, and all of them together within
-    // the bits allowed per entry (the budget of the bitmaps in flight).
-    let mut room = BITS_PER_ENTRY.saturating_mul(len as u64).max(MIN_BITS);
-    let counts: Vec<bool> = (0..shape.len())
-        .map(|d| {
-            let takes = count && len > TINY && shape[d] <= budget.min(room) && !in_dense_pair(d);
-            room -= if takes { shape[d] } else { 0 };
-            takes
-        })
-        .collect();
+    let counts = if count { singles_counted(shape, len) } else { vec![false; shape.len()] };
     let counted = |d: usize| counts.get(d).copied().unwrap_or(false);
     let bitmap = |d: usize| vec![0u64; if counted(d) { shape[d].div_ceil(64) as usize } else { 0 }];
     // (Only coordinates checked against the extent reach it: every bit is inside.)

@@ -78,8 +78,8 @@ impl InPlace {
         let (lo, hi) = (layout.position_bits, layout.total_bits());
         let Counted { top, counted } = match self.packed {
             Some(packed) => packed,
-            None => match pack_over(&mut keys, columns, mode_order, &layout, writer.parallel) {
-                Ok(packed) => packed,
+            None => match pack_over(&mut keys, columns, (mode_order, &layout), &[], writer.parallel) {
+                Ok((packed, _)) => packed,
                 Err(entry) => return Err(out_of_bounds(entry, &keys, columns, key_dim, shape)),
             },
         };
@@ -114,60 +114,110 @@ impl InPlace {
     }
 }
 
-/// [`pack`] on the top digit of a sort of all of `layout`'s bits.
+/// [`pack`] on the top digit of a sort of all of `layout`'s bits, and
+/// `D({level})` of each of `singles` (levels, in the order given): the
+/// distinct coordinates of the level, by a bitmap of its extent set as the
+/// keys are packed (`Auto`'s singles, `build/packed.rs`, where a scan of
+/// their own would read every column again).
 pub(super) fn pack_over(
     keys: &mut [u64],
     columns: &[Vec<u64>],
-    mode_order: &[u32],
-    layout: &Layout,
+    (mode_order, layout): (&[u32], &Layout),
+    singles: &[usize],
     parallel: bool,
-) -> Result<Counted, usize> {
+) -> Result<(Counted, Vec<u64>), usize> {
     let top = TopDigit::new(keys.len(), layout.position_bits, layout.total_bits());
-    let counted = pack(keys, columns, (mode_order, layout, top), parallel)?;
-    Ok(Counted { top, counted })
+    let chunks = pack(keys, columns, (mode_order, layout, top), singles, parallel)?;
+    let mut maps: Vec<Vec<u64>> = Vec::new();
+    let mut counted = Vec::with_capacity(chunks.len());
+    for (counts, chunk_maps) in chunks {
+        counted.push(counts);
+        if maps.is_empty() {
+            maps = chunk_maps;
+        } else {
+            for (map, chunk_map) in maps.iter_mut().zip(chunk_maps) {
+                map.iter_mut().zip(chunk_map).for_each(|(w, c)| *w |= c);
+            }
+        }
+    }
+    let distinct = maps.iter().map(|map| map.iter().map(|w| u64::from(w.count_ones())).sum()).collect();
+    Ok((Counted { top, counted }, distinct))
 }
+
+/// What [`pack`] found in one chunk: its counts of the top digit, and a
+/// bitmap of the coordinates of each level of `singles`.
+type ChunkCounts = (Vec<usize>, Vec<Vec<u64>>);
 
 /// Writes each entry's key (its coordinates packed by `layout`, the
 /// position bits clear) over `keys`, which holds the coordinates of the
 /// first level's dimension, `mode_order[0]` (the other dimensions' are in
 /// `columns`), and counts the keys' `top` digits, per chunk of
 /// [`chunks`]: the sort's first pass, done here while the keys are in
-/// registers rather than in another read of them all. Stops at the first
-/// entry outside the shape, leaving it as it was, and returns it.
+/// registers rather than in another read of them all; the coordinates of
+/// each level of `singles` set bits of a bitmap the same way. Stops at the
+/// first entry outside the shape, leaving it as it was, and returns it.
 fn pack(
     keys: &mut [u64],
     columns: &[Vec<u64>],
     (mode_order, layout, top): (&[u32], &Layout, TopDigit),
+    singles: &[usize],
     parallel: bool,
-) -> Result<Vec<Vec<usize>>, usize> {
-    let rank = mode_order.len();
-    let pack_range = |start: usize, keys: &mut [u64]| -> Result<Vec<usize>, usize> {
-        let mut counts = vec![0usize; top.radix];
-        // Each level's coordinates for this range; the key column's own
-        // level reads the entry's slot before it is overwritten.
-        let end = start + keys.len();
-        let mut by_level: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
-        // Level 0 is the key column's (`key_dim` is `mode_order[0]`).
-        for (level, &dim) in mode_order.iter().enumerate().skip(1) {
-            by_level[level] = &columns[dim as usize][start..end];
+) -> Result<Vec<ChunkCounts>, usize> {
+    let chunk = (columns, mode_order, layout, top);
+    per_chunk(keys, parallel, |start, keys| {
+        if singles.is_empty() {
+            return pack_chunk(start, keys, chunk, |_| ()).map(|counts| (counts, Vec::new()));
         }
-        for (i, slot) in keys.iter_mut().enumerate() {
-            let coord = |level: usize| if level == 0 { *slot } else { by_level[level][i] };
-            // Ranks 3 and 4 as constants, so that the level loop unrolls.
-            let (key, ok) = match rank {
-                3 => layout.pack::<u64, 3>(rank, coord),
-                4 => layout.pack::<u64, 4>(rank, coord),
-                _ => layout.pack::<u64, 0>(rank, coord),
-            };
-            if !ok {
-                return Err(start + i);
+        let bitmap = |&level: &usize| vec![0u64; layout.extents[level].div_ceil(64) as usize];
+        let mut maps: Vec<Vec<u64>> = singles.iter().map(bitmap).collect();
+        let counts = pack_chunk(start, keys, chunk, |key| {
+            for (map, &level) in maps.iter_mut().zip(singles) {
+                // (Inside the extent: only keys of coordinates checked come here.)
+                let c = layout.coord(key, level);
+                if let Some(word) = map.get_mut((c >> 6) as usize) {
+                    *word |= 1 << (c & 63);
+                }
             }
-            *slot = key;
-            counts[top.of(key)] += 1;
+        })?;
+        Ok((counts, maps))
+    })
+}
+
+/// [`pack`] of the chunk of `keys` from entry `start`, calling `mark(key)`
+/// with each key written.
+#[inline(always)]
+fn pack_chunk(
+    start: usize,
+    keys: &mut [u64],
+    (columns, mode_order, layout, top): (&[Vec<u64>], &[u32], &Layout, TopDigit),
+    mut mark: impl FnMut(u64),
+) -> Result<Vec<usize>, usize> {
+    let rank = mode_order.len();
+    let mut counts = vec![0usize; top.radix];
+    // Each level's coordinates for this range; the key column's own
+    // level reads the entry's slot before it is overwritten.
+    let end = start + keys.len();
+    let mut by_level: [&[u64]; MAX_RANK] = [&[]; MAX_RANK];
+    // Level 0 is the key column's (`key_dim` is `mode_order[0]`).
+    for (level, &dim) in mode_order.iter().enumerate().skip(1) {
+        by_level[level] = &columns[dim as usize][start..end];
+    }
+    for (i, slot) in keys.iter_mut().enumerate() {
+        let coord = |level: usize| if level == 0 { *slot } else { by_level[level][i] };
+        // Ranks 3 and 4 as constants, so that the level loop unrolls.
+        let (key, ok) = match rank {
+            3 => layout.pack::<u64, 3>(rank, coord),
+            4 => layout.pack::<u64, 4>(rank, coord),
+            _ => layout.pack::<u64, 0>(rank, coord),
+        };
+        if !ok {
+            return Err(start + i);
         }
-        Ok(counts)
-    };
-    per_chunk(keys, parallel, pack_range)
+        *slot = key;
+        counts[top.of(key)] += 1;
+        mark(key);
+    }
+    Ok(counts)
 }
 
 /// Rewrites each key of `keys`, packed by `from` (a layout of the identity
@@ -212,11 +262,11 @@ pub(super) fn repack_over(
 /// `f(start, chunk)` of each chunk of `keys` by [`chunks`], on the thread
 /// pool when `parallel`: each chunk's counts, in chunk order, or the first
 /// entry (in input order) that a chunk refused.
-fn per_chunk(
+fn per_chunk<T: Send>(
     keys: &mut [u64],
     parallel: bool,
-    f: impl Fn(usize, &mut [u64]) -> Result<Vec<usize>, usize> + Sync,
-) -> Result<Vec<Vec<usize>>, usize> {
+    f: impl Fn(usize, &mut [u64]) -> Result<T, usize> + Sync,
+) -> Result<Vec<T>, usize> {
     let ranges = chunks(keys.len(), parallel);
     let mut parts = Vec::with_capacity(ranges.len());
     let mut rest = keys;
@@ -228,7 +278,7 @@ fn per_chunk(
     // The first entry outside the shape in input order: each range stops at
     // its own first, and the lowest of them is the input's.
     if parallel {
-        let packed: Vec<Result<Vec<usize>, usize>> =
+        let packed: Vec<Result<T, usize>> =
             parts.into_par_iter().map(|(start, part)| f(start, part)).collect();
         match packed.iter().filter_map(|p| p.as_ref().err()).min() {
             Some(&entry) => Err(entry),

@@ -130,9 +130,10 @@ fn in_chosen_order(coo: TestTensor) -> TestTensor {
     }
 }
 
-/// Input in identity order, few entries, pairs of few cells, dropped zeros
-/// and coordinates outside the shape are not packed (or are refused as the
-/// borrowed build refuses them).
+/// Input in identity order, few entries, pairs of few cells and dropped
+/// zeros are not packed; coordinates outside the shape are refused as the
+/// borrowed build refuses them (the first entry outside, its first
+/// dimension outside), found as the keys are packed.
 #[test]
 fn auto_over_packed_keys_declines_what_it_does_not_serve() {
     let n = PACKED_MIN + 4000;
@@ -154,13 +155,21 @@ fn auto_over_packed_keys_declines_what_it_does_not_serve() {
     // Zeros dropped.
     let drop = Options { drop_zeros: true, ..options.clone() };
     assert_eq!(check(&input, &drop, "drop zeros"), "declined");
-    // A coordinate outside the shape (late, in one chunk of several).
+    // Coordinates outside the shape (late, in one chunk of several), the
+    // first of them in the column the keys are packed over, or in another.
     for parallel in [false, true] {
+        let options = auto(Duplicates::Last, parallel);
         let mut outside = input.clone();
         outside.columns[1][n - 10] = 3000;
         outside.columns[2][n - 5] = 1 << 40;
-        let options = auto(Duplicates::Last, parallel);
-        assert_eq!(check(&outside, &options, "outside"), "declined");
+        assert_eq!(check(&outside, &options, "outside"), "error");
+        outside.columns[0][n - 20] = 8;
+        outside.columns[2][n - 20] = 4000;
+        assert_eq!(check(&outside, &options, "outside in the first column"), "error");
+        let OwnedCoo { shape, mut columns, element_type, mut values } = outside;
+        let refused = auto_over_packed(&shape, &mut columns, element_type, &mut values, &options);
+        let expected = BuildError::OutOfBounds { entry: n - 20, dim: 0, coord: 8, extent: 8 };
+        assert_eq!(refused.err().map(|e| e.to_string()), Some(expected.to_string()));
     }
 }
 
@@ -182,15 +191,30 @@ fn counting_over_packed_keys_counts_what_the_columns_give() {
     for (seed, (shape, n)) in cases.into_iter().enumerate() {
         let coo = synthetic(shape, n, Distribution::PowerLaw { skew: 2.0 }, seed as u64 + 10);
         let mut columns = columns_of(&coo);
-        let plain = {
+        let (plain, singles) = {
             let refs: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
             let source = Source { shape, indices: Indices::Columnar(&refs), len: n, packed: None };
-            choose(&source, true, &[])
+            (choose(&source, true, &[]), crate::distinct::checked_singles(&source, true, true))
         };
         let layout = Layout::new(shape, n);
         let identity: Vec<u32> = (0..shape.len() as u32).collect();
         let mut keys = std::mem::take(&mut columns[0]);
-        assert!(in_place::pack_over(&mut keys, &columns, &identity, &layout, true).is_ok());
+        // The singles counted as the keys are packed, those the bounds
+        // check counts (every dimension asked for, to check each bitmap).
+        let all: Vec<usize> = (0..shape.len()).collect();
+        let counted = |d: usize| singles_counted(shape, n)[d];
+        let (_, distinct) = in_place::pack_over(&mut keys, &columns, (&identity, &layout), &all, true)
+            .expect("inside the shape");
+        let counted_singles: Vec<(Dims, u64)> =
+            all.iter().zip(&distinct).filter(|&(&d, _)| counted(d)).map(|(&d, &n)| (1 << d, n)).collect();
+        assert_eq!(Ok(counted_singles), singles, "{shape:?}");
+        let truth = |d: usize| {
+            let mut coords: Vec<u64> = coo.indices.iter().skip(d).step_by(shape.len()).copied().collect();
+            coords.sort_unstable();
+            coords.dedup();
+            coords.len() as u64
+        };
+        assert_eq!(distinct, all.iter().map(|&d| truth(d)).collect::<Vec<_>>(), "{shape:?}");
         for parallel in [false, true] {
             let packed = Packed { keys: &keys, layout: &layout };
             let source = Source { shape, indices: Indices::Columnar(&[]), len: n, packed: Some(packed) };
