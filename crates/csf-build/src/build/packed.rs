@@ -109,6 +109,7 @@ pub(super) fn auto_over_packed(
     // The singles `Auto` counts as it checks the bounds, counted here as
     // the keys are packed (the packing checks the bounds and reads every
     // coordinate too: a scan of their own would read the columns again).
+    // The keys are in identity order: level `d` is dimension `d`.
     let counted_dims: Vec<usize> =
         singles_counted(shape, len).iter().enumerate().filter(|&(_, &c)| c).map(|(d, _)| d).collect();
     let mut keys = std::mem::take(&mut columns[0]);
