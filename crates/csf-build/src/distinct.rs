@@ -763,6 +763,26 @@ pub(crate) fn singles_counted(shape: &[u64], len: usize) -> Vec<bool> {
         .collect()
 }
 
+/// A bitmap of the coordinates below `extent`, a bit each, for a single
+/// that [`singles_counted`] selects (set by [`set_bit`], counted by
+/// [`bits_set`]).
+pub(crate) fn single_bitmap(extent: u64) -> Vec<u64> {
+    vec![0; extent.div_ceil(64) as usize]
+}
+
+/// Sets bit `c` of `words` (none past their end).
+#[inline(always)]
+pub(crate) fn set_bit(words: &mut [u64], c: u64) {
+    if let Some(word) = words.get_mut((c >> 6) as usize) {
+        *word |= 1 << (c & 63);
+    }
+}
+
+/// The bits set in `words`: `D` of the single whose coordinates set them.
+pub(crate) fn bits_set(words: &[u64]) -> u64 {
+    words.iter().map(|w| u64::from(w.count_ones())).sum()
+}
+
 /// The crate's bounds check: whether every coordinate is inside the shape,
 /// reading each block of coordinates once. With `count` (`Auto`, which
 /// reads every coordinate before it counts), it also counts `D({d})` of
@@ -779,14 +799,9 @@ pub(crate) fn checked_singles(
     let (len, shape) = (source.len, source.shape);
     let counts = if count { singles_counted(shape, len) } else { vec![false; shape.len()] };
     let counted = |d: usize| counts.get(d).copied().unwrap_or(false);
-    let bitmap = |d: usize| vec![0u64; if counted(d) { shape[d].div_ceil(64) as usize } else { 0 }];
+    let bitmap = |d: usize| if counted(d) { single_bitmap(shape[d]) } else { Vec::new() };
     // (Only coordinates checked against the extent reach it: every bit is inside.)
-    let set = |words: &mut [u64], c: u64| {
-        if let Some(word) = words.get_mut((c >> 6) as usize) {
-            *word |= 1 << (c & 63);
-        }
-    };
-    let distinct = |words: &[u64]| words.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+    let (set, distinct) = (set_bit, bits_set);
     match source.indices {
         // (Keys are packed only of checked input; this reads them as any
         // reader of a packed source does, a coordinate at a time.)

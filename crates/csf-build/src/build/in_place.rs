@@ -23,6 +23,7 @@ use hurray_format::limits::MAX_RANK;
 
 use super::fill::Writer;
 use super::radix::{tally, tree_of, SortedTree};
+use crate::distinct::{bits_set, set_bit, single_bitmap};
 use crate::key::{Key, Layout};
 use crate::sort::{chunks, sort_keys_into, Made, Payload, TopDigit};
 use crate::{BuildError, Duplicates};
@@ -140,7 +141,7 @@ pub(super) fn pack_over(
             }
         }
     }
-    let distinct = maps.iter().map(|map| map.iter().map(|w| u64::from(w.count_ones())).sum()).collect();
+    let distinct = maps.iter().map(|map| bits_set(map)).collect();
     Ok((Counted { top, counted }, distinct))
 }
 
@@ -168,15 +169,12 @@ fn pack(
         if singles.is_empty() {
             return pack_chunk(start, keys, chunk, |_| ()).map(|counts| (counts, Vec::new()));
         }
-        let bitmap = |&level: &usize| vec![0u64; layout.extents[level].div_ceil(64) as usize];
-        let mut maps: Vec<Vec<u64>> = singles.iter().map(bitmap).collect();
+        let mut maps: Vec<Vec<u64>> =
+            singles.iter().map(|&level| single_bitmap(layout.extents[level])).collect();
         let counts = pack_chunk(start, keys, chunk, |key| {
+            // (Inside the extent: only keys of coordinates checked come here.)
             for (map, &level) in maps.iter_mut().zip(singles) {
-                // (Inside the extent: only keys of coordinates checked come here.)
-                let c = layout.coord(key, level);
-                if let Some(word) = map.get_mut((c >> 6) as usize) {
-                    *word |= 1 << (c & 63);
-                }
+                set_bit(map, layout.coord(key, level));
             }
         })?;
         Ok((counts, maps))
