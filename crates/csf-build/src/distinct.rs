@@ -52,9 +52,13 @@
 //!   where runs start; `stamps.rs`, which the fibers' stamps share), or
 //!   by a bitmap cleared after each run; others of
 //!   many cells, when runs average at most four entries, by comparing a
-//!   run's two entries or a hash table per longer run. Files are
-//!   often stored sorted, and their sets with the first dimension then
-//!   cost a scan with a small table each, not a partition pass.
+//!   run's two entries or a hash table per longer run. A set that a
+//!   partition pass would hash after a scatter is hashed run by run
+//!   instead, on runs of longer means too, up to `RUN_TABLE` entries
+//!   (`Counter::hashed_by_runs`): a run's table is a bucket's, without the
+//!   scatter. Files are often stored sorted, and their sets with the first
+//!   dimension then cost a scan with a small table each, not a partition
+//!   pass.
 //! - **tiny input** (at most 64 entries): a mask per dimension and entry of
 //!   the entries that share its coordinate; a set's projections are counted
 //!   by ANDing its dimensions' masks (`count_tiny`).
@@ -129,6 +133,10 @@ const STAMP_CELLS: u64 = 1 << 18;
 /// table's probes cost more than a partition pass's once runs are longer
 /// (docs/benchmarks-history.md, "Auto, round 8").
 const RUN_HASHED: u64 = 4;
+/// The longest mean run counted by a hash table per run in place of a
+/// partition pass that would hash the set (`Counter::hashed_by_runs`): a
+/// table of twice a run's entries, 128 KiB for this, stays in L2.
+const RUN_TABLE: u64 = 1 << 13;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
 const SCAN_BLOCK: usize = 2048;
@@ -355,6 +363,26 @@ impl<'a> Counter<'a> {
         (entries <= runs.saturating_mul(RUN_HASHED)).then_some(Tally::Hash)
     }
 
+    /// How `set`, which a partition pass by `a` would hash after a scatter,
+    /// is counted by runs with a hash table per run instead
+    /// (`Runs::count_hashed`): when the entries are in identity order, `set`
+    /// holds a prefix and its rest's cells fit a word, and the runs average
+    /// at most [`RUN_TABLE`] entries (each table stays in cache). Per run
+    /// that is the table a bucket of the pass would take, without the
+    /// scatter. (Keys left in buckets by `a` are hashed there: a bucket's
+    /// table reads a key, a run's packs the rest's coordinates.)
+    fn hashed_by_runs(&self, a: usize, set: Dims) -> Option<(usize, Dims, Tally)> {
+        let k = set.trailing_ones() as usize;
+        let rest = set & !(u64::MAX >> (64 - k.max(1)));
+        let scattered = self.scattered_by() == Some(a) && self.packs_all();
+        if self.first_diff.is_none() || k == 0 || rest == 0 || scattered || self.counts_by_bitmap(a, set) {
+            return None;
+        }
+        self.cells(rest)?;
+        let runs = self.get(u64::MAX >> (64 - k.clamp(1, 64)))?;
+        (self.entries() <= runs.saturating_mul(RUN_TABLE)).then_some((k, rest, Tally::Hash))
+    }
+
     /// Whether a partition pass by `a` counts the dense `set` for less than a
     /// scan would: `set` holds `a`, its bitmap would not stay in L1 (a scan
     /// fills one that does for about a nanosecond an entry), and its cells
@@ -407,7 +435,7 @@ impl<'a> Counter<'a> {
         let (runs, sets): (Vec<Dims>, Vec<Dims>) =
             sets.iter().filter(|&&s| self.get(s).is_none()).partition(|&&s| self.by_runs(s).is_some());
         for set in runs {
-            let distinct = self.count_runs(set);
+            let distinct = self.by_runs(set).map_or(0, |how| self.count_runs(how));
             self.known.insert(set, distinct);
         }
         let sets = &sets[..];
@@ -443,13 +471,11 @@ impl<'a> Counter<'a> {
         }
     }
 
-    /// `D(set)` of a set counted by runs (see [`Counter::by_runs`]): chunks
-    /// of whole runs in parallel, each with its own table.
-    fn count_runs(&self, set: Dims) -> u64 {
-        let (Some((k, rest, tally)), Some(first_diff)) = (self.by_runs(set), self.first_diff.as_deref())
-        else {
-            return 0;
-        };
+    /// `D` of the set of the first `k` dimensions and `rest`, counted by
+    /// runs with `tally` (see [`Counter::by_runs`]): chunks of whole runs
+    /// in parallel, each with its own table.
+    fn count_runs(&self, (k, rest, tally): (usize, Dims, Tally)) -> u64 {
+        let Some(first_diff) = self.first_diff.as_deref() else { return 0 };
         let len = self.source.len.min(first_diff.len());
         let shape = self.source.shape;
         let rest_dims: Vec<usize> = dims_of(rest).collect();
@@ -628,6 +654,15 @@ impl<'a> Counter<'a> {
         debug_assert!(todo.iter().all(|&s| s >> a & 1 == 1));
         todo.sort_unstable_by_key(|&s| (bits(s), s));
         todo.dedup();
+        // Sets the pass would hash, on sorted input: by runs, no scatter.
+        todo.retain(|&set| match self.hashed_by_runs(a, set) {
+            Some(how) => {
+                let distinct = self.count_runs(how);
+                self.known.insert(set, distinct);
+                false
+            }
+            None => true,
+        });
         while let Some(&first) = todo.first() {
             if bits(first) > 128 {
                 let counted: Vec<u64> = todo.iter().map(|&set| by_comparison(self.source, set)).collect();
@@ -1128,6 +1163,16 @@ impl Runs<'_> {
                         let c = cell(e);
                         // Fibonacci hashing: the product's top bits.
                         let mut i = (c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize & mask;
+                        // The first probe without a branch on what it
+                        // finds (a cell seen or new is a coin toss), as
+                        // the passes' tables do.
+                        let slot = slots[i];
+                        let empty = slot == EMPTY;
+                        slots[i] = if empty { c } else { slot };
+                        distinct += u64::from(empty);
+                        if slot == c || empty {
+                            continue;
+                        }
                         while slots[i] != EMPTY && slots[i] != c {
                             i = (i + 1) & mask;
                         }

@@ -674,3 +674,53 @@ fn sorted_input_counts_by_runs() {
     assert!(!counter.count_sorted_prefixes());
     assert_eq!(counter.by_runs(0b101), None);
 }
+
+/// Sorted input: a set that a pass would hash, holding the first dimension,
+/// is counted by a hash table per run instead, exactly and without a
+/// scatter, on one thread and in parallel, rows and columns; once a pass
+/// has left the keys in buckets by its dimension, the set is hashed there.
+#[test]
+fn sets_a_pass_would_hash_count_by_runs_on_sorted_input() {
+    let shape = [12u64, 1 << 20, 1 << 20, 1 << 20];
+    let n = 60_000;
+    let mut state = 0x7a11_u64;
+    let mut rows: Vec<Vec<u64>> =
+        (0..n).map(|_| shape.iter().map(|&e| rand(&mut state) % e).collect()).collect();
+    // Repeated rest cells within a run, so that the count is not the runs' lengths.
+    for i in (0..n).step_by(3) {
+        rows[i][2] = 5;
+        rows[i][3] = rows[i][0];
+    }
+    rows.sort_unstable();
+    let indices: Vec<u64> = rows.concat();
+    let columns: Vec<Vec<u64>> = (0..4).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
+    let columns: Vec<&[u64]> = columns.iter().map(Vec::as_slice).collect();
+    let set: Dims = 0b1101;
+    for indices_of in [Indices::RowMajor(&indices), Indices::Columnar(&columns)] {
+        let source = Source { shape: &shape, indices: indices_of, len: n, packed: None };
+        for parallel in [false, true] {
+            let mut counter = Counter::new(&source, parallel);
+            assert!(counter.count_sorted_prefixes());
+            assert!(!counter.counts_by_bitmap(2, set), "a pass would not hash the set");
+            assert_eq!(counter.by_runs(set), None, "runs too long for the search's runs");
+            assert_eq!(counter.hashed_by_runs(2, set), Some((1, 0b1100, Tally::Hash)));
+            counter.count_pass(2, &[set]);
+            assert_eq!(counter.get(set), Some(brute(&indices, 4, set)));
+            assert_eq!(counter.scattered_by(), None, "no scatter");
+            // Keys in buckets by 2 (from a pass of another set): hashed there.
+            counter.count_pass(2, &[0b0110]);
+            assert_eq!(counter.get(0b0110), Some(brute(&indices, 4, 0b0110)));
+            assert_eq!(counter.scattered_by(), Some(2));
+            assert_eq!(counter.hashed_by_runs(2, 0b1111 & !0b0010), None);
+        }
+    }
+    // Input out of order: a pass.
+    let mut unsorted = indices.clone();
+    unsorted.swap(0, 4 * (n - 1));
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&unsorted), len: n, packed: None };
+    let mut counter = Counter::new(&source, false);
+    assert!(!counter.count_sorted_prefixes());
+    assert_eq!(counter.hashed_by_runs(2, set), None);
+    counter.count_pass(2, &[set]);
+    assert_eq!(counter.get(set), Some(brute(&unsorted, 4, set)));
+}
