@@ -70,8 +70,8 @@
 //! or stamps of at most 1 MiB per thread, within the 16 bytes, or a hash
 //! table of at most 4 slots an entry of its longest run; a pass holds one
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
-//! 1 MiB, a bucket bitmap (or a fibers' bitmap) of at most 1 MiB and 2
-//! bytes per entry, and a fibers' table of at most `2^16` group starts and
+//! 1 MiB, a bucket bitmap of at most 1 MiB and 4 bytes per entry (a
+//! part's or a fibers' bitmap 2 bytes per entry), and a fibers' table of at most `2^16` group starts and
 //! two per key of an average bucket; and, for a bucket counted by fibers,
 //! by parts or by hash tables too big for one, a copy of its keys or cells
 //! (of the biggest such bucket, per thread). That is at most two key

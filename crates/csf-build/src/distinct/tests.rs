@@ -104,7 +104,7 @@ fn fibers_count_exactly() {
         (&[300, 1 << 17, 4096, 1 << 18], 1, &[0b1010, 0b0111, 0b0011], &["fibers", "fibers", "bitmap"]),
         (&[256, 1000, 1 << 20, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["fibers", "hash"]),
         // Alone in its group, a set whose cells allow parts takes them.
-        (&[256, 1000, 100_000, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["bitmap", "hash"]),
+        (&[256, 1000, 100_000, 1 << 40, 1 << 30], 0, &[0b00111, 0b11001], &["parts", "hash"]),
         // One group, its extras of few cells (stamps) and of more (a bitmap).
         (&[256, 1000, 40_000, 1 << 20], 0, &[0b0111, 0b1011], &["fibers", "fibers"]),
     ];
@@ -136,6 +136,23 @@ fn fibers_count_exactly() {
                 }
             }
         }
+    }
+}
+
+/// A set alone in its fibers' group whose bucket cells are one bit more than
+/// a part's takes one bitmap of them (up to 4 bytes an entry) rather than a
+/// split into two parts; fewer entries, and it takes parts. Both count exactly.
+#[test]
+fn one_bitmap_before_two_parts() {
+    let shape = [60_114u64, 83_826, 23_034, 1132];
+    let mut state = 0xb17_u64;
+    for (n, want) in [(100_000, "bitmap"), (50_000, "parts")] {
+        assert_eq!(pass::method_name(&shape, 3, &[0b1010], 0, n), want, "{n} entries");
+        let indices: Vec<u64> = (0..n * 4).map(|i| rand(&mut state) % shape[i % 4]).collect();
+        let source = Source { shape: &shape, indices: Indices::RowMajor(&indices), len: n, packed: None };
+        let mut counter = Counter::new(&source, false);
+        counter.count_pass(3, &[0b1010]);
+        assert_eq!(counter.get(0b1010), Some(brute(&indices, 4, 0b1010)), "{n} entries");
     }
 }
 
