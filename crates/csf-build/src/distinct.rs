@@ -50,15 +50,16 @@
 //!   cells of the other dimensions are counted by a stamp per cell (the
 //!   number of the run that last saw it: no clearing, and no branch on
 //!   where runs start; `stamps.rs`, which the fibers' stamps share), or
-//!   by a bitmap cleared after each run; others of
-//!   many cells, when runs average at most four entries, by comparing a
-//!   run's two entries or a hash table per longer run. A set that a
-//!   partition pass would hash after a scatter is hashed run by run
-//!   instead, on runs of longer means too, up to `RUN_TABLE` entries
-//!   (`Counter::hashed_by_runs`): a run's table is a bucket's, without the
-//!   scatter. Files are often stored sorted, and their sets with the first
-//!   dimension then cost a scan with a small table each, not a partition
-//!   pass.
+//!   by a bitmap cleared after each run; others of many cells, when runs
+//!   average at most four entries, by a hash table whose slots hold a run
+//!   number beside the cell (another run's number is an empty slot: no
+//!   emptying between runs, and no branch on where they end). A set that a
+//!   partition pass would hash after a scatter is hashed by runs instead,
+//!   on runs of longer means too, up to `RUN_TABLE` entries
+//!   (`Counter::hashed_by_runs`): the probes a bucket's table would take,
+//!   without the scatter. Files are often stored sorted, and their sets
+//!   with the first dimension then cost a scan with a small table each,
+//!   not a partition pass.
 //! - **tiny input** (at most 64 entries): a mask per dimension and entry of
 //!   the entries that share its coordinate; a set's projections are counted
 //!   by ANDing its dimensions' masks (`count_tiny`).
@@ -68,7 +69,7 @@
 //! from them; a single scan bigger than that runs alone); sorted input's
 //! first differences take a byte per entry, and a count by runs a bitmap
 //! or stamps of at most 1 MiB per thread, within the 16 bytes, or a hash
-//! table of at most 4 slots an entry of its longest run; a pass holds one
+//! table of at most 4 slots (16 bytes each) an entry of its longest run; a pass holds one
 //! key per entry (8 or 16 bytes) plus, per thread, a table of at most
 //! 1 MiB, a bucket bitmap of at most 1 MiB and 4 bytes per entry (a
 //! part's or a fibers' bitmap 2 bytes per entry), and a fibers' table of at most `2^16` group starts and
@@ -128,14 +129,19 @@ const RIDE_BITS: u32 = 20;
 /// The most cells of a set's rest counted by runs with a stamp per cell
 /// (`Runs::count_stamped`): 1 MiB of stamps, within L2.
 const STAMP_CELLS: u64 = 1 << 18;
-/// The longest mean run counted by a hash table per run
-/// (`Runs::count_hashed`): runs of an entry or two need no table, and a
-/// table's probes cost more than a partition pass's once runs are longer
-/// (docs/benchmarks-history.md, "Auto, round 8").
+/// The longest mean run for which the search counts a set by hashing runs
+/// (`Runs::count_hashed`) as a dense set, in its first rounds: on longer
+/// runs a partition pass's bitmaps cost less than the probes
+/// (docs/benchmarks-history.md, "Auto, round 8", measured with a table
+/// emptied run by run).
 const RUN_HASHED: u64 = 4;
-/// The longest mean run counted by a hash table per run in place of a
-/// partition pass that would hash the set (`Counter::hashed_by_runs`): a
-/// table of twice a run's entries, 128 KiB for this, stays in L2.
+/// The slots (of a run number and a cell, 16 KiB) a count by runs with a
+/// hash table starts with (`Runs::count_hashed`): twice a run of 512 cells.
+const RUN_SLOT_BITS: u32 = 10;
+/// The longest mean run counted by hashing runs in place of a partition
+/// pass that would hash the set (`Counter::hashed_by_runs`): the table, two
+/// to four slots of 16 bytes a cell of the longest run, stays in L2 for
+/// runs about this long.
 const RUN_TABLE: u64 = 1 << 13;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
@@ -348,7 +354,7 @@ impl<'a> Counter<'a> {
     /// below `u32::MAX`); by a bitmap cleared run by run, within that
     /// budget; else, when the rest's cells fit a word and the runs are
     /// short (the identity's prefix counts tell their mean length), by a
-    /// hash table per run (`Runs::count_hashed`). `None`: not by runs.
+    /// hash table of runs' cells (`Runs::count_hashed`). `None`: not by runs.
     fn runs_tally(&self, k: usize, rest: Dims) -> Option<Tally> {
         let cells = self.cells(rest)?;
         let entries = self.entries();
@@ -364,13 +370,13 @@ impl<'a> Counter<'a> {
     }
 
     /// How `set`, which a partition pass by `a` would hash after a scatter,
-    /// is counted by runs with a hash table per run instead
-    /// (`Runs::count_hashed`): when the entries are in identity order, `set`
-    /// holds a prefix and its rest's cells fit a word, and the runs average
-    /// at most [`RUN_TABLE`] entries (each table stays in cache). Per run
-    /// that is the table a bucket of the pass would take, without the
-    /// scatter. (Keys left in buckets by `a` are hashed there: a bucket's
-    /// table reads a key, a run's packs the rest's coordinates.)
+    /// is counted by hashing runs instead (`Runs::count_hashed`): when the
+    /// entries are in identity order, `set` holds a prefix and its rest's
+    /// cells fit a word, and the runs average at most [`RUN_TABLE`] entries
+    /// (the table stays in cache). That is the probes a bucket of the pass
+    /// would take, without the scatter. (Keys left in buckets by `a` are
+    /// hashed there: a bucket's table reads a key, a run's packs the rest's
+    /// coordinates.)
     fn hashed_by_runs(&self, a: usize, set: Dims) -> Option<(usize, Dims, Tally)> {
         let k = set.trailing_ones() as usize;
         let rest = set & !(u64::MAX >> (64 - k.max(1)));
@@ -1133,57 +1139,54 @@ impl Runs<'_> {
         tally.count(self.first_diff.iter().enumerate().map(|(e, &f)| (f < self.k, cell(e) as usize)))
     }
 
-    /// [`Runs::count`] by a hash table per run, for rests of too many cells
-    /// for a bitmap: linear probing in a table of at least twice the run's
-    /// entries (a run's end is found from `first_diff` first), emptied
-    /// after it. Runs of one or two entries need no table.
+    /// [`Runs::count`] by a hash table, for rests of too many cells for a
+    /// bitmap: linear probing over slots of `(run, cell)`, a slot empty for
+    /// a run when another run's number is in it. So, as with stamps, no
+    /// table is emptied between runs and no run's end is looked for: an
+    /// entry costs its probe, whatever the runs' lengths (runs of an entry
+    /// or two, a coin toss to branch on, are most runs of many files). The
+    /// table holds at least twice the cells of the current run: a run that
+    /// fills half of it doubles it and is counted again from its start.
     fn count_hashed(&self, cell: impl Fn(usize) -> u64) -> u64 {
-        // No cell is `EMPTY`: the rest's cells fit a word, so the last is
-        // below `u64::MAX`.
-        const EMPTY: u64 = u64::MAX;
-        let mut table: Vec<u64> = Vec::new();
-        let mut count = 0u64;
+        // Run numbers start above 0: a slot of run 0 is empty for every run.
+        let mut bits = RUN_SLOT_BITS;
+        let mut table: Vec<(u64, u64)> = vec![(0, 0); 1 << bits];
+        let (mut count, mut run, mut run_start, mut in_run) = (0u64, 1u64, 0usize, 0usize);
         let n = self.first_diff.len();
-        let mut start = 0;
-        while start < n {
-            let after = self.first_diff.get(start + 1..).unwrap_or(&[]);
-            let end = after.iter().position(|&f| f < self.k).map_or(n, |p| start + 1 + p);
-            count += match end - start {
-                1 => 1,
-                2 => 1 + u64::from(cell(start) != cell(start + 1)),
-                len => {
-                    let bits = (2 * len).next_power_of_two().trailing_zeros();
-                    let mask = (1usize << bits) - 1;
-                    if table.len() <= mask {
-                        table.resize(mask + 1, EMPTY);
-                    }
-                    let slots = &mut table[..=mask];
-                    let mut distinct = 0;
-                    for e in start..end {
-                        let c = cell(e);
-                        // Fibonacci hashing: the product's top bits.
-                        let mut i = (c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize & mask;
-                        // The first probe without a branch on what it
-                        // finds (a cell seen or new is a coin toss), as
-                        // the passes' tables do.
-                        let slot = slots[i];
-                        let empty = slot == EMPTY;
-                        slots[i] = if empty { c } else { slot };
-                        distinct += u64::from(empty);
-                        if slot == c || empty {
-                            continue;
-                        }
-                        while slots[i] != EMPTY && slots[i] != c {
-                            i = (i + 1) & mask;
-                        }
-                        distinct += u64::from(slots[i] == EMPTY);
-                        slots[i] = c;
-                    }
-                    slots.fill(EMPTY);
-                    distinct
+        let mut e = 0;
+        while e < n {
+            // Without a branch on where runs start.
+            let starts = self.first_diff[e] < self.k;
+            run += u64::from(starts);
+            in_run = if starts { 0 } else { in_run };
+            run_start = if starts { e } else { run_start };
+            if 2 * in_run >= table.len() {
+                // A long run: a table twice the size, and the run again.
+                bits += 1;
+                table = vec![(0, 0); 1 << bits];
+                count -= in_run as u64;
+                (e, in_run) = (run_start, 0);
+                continue;
+            }
+            let c = cell(e);
+            let mask = table.len() - 1;
+            // Fibonacci hashing: the product's top bits.
+            let mut i = (c.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize & mask;
+            // A free slot is found: the run holds under half the slots.
+            loop {
+                let (r, v) = table[i];
+                if r != run {
+                    table[i] = (run, c);
+                    count += 1;
+                    in_run += 1;
+                    break;
                 }
-            };
-            start = end;
+                if v == c {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            e += 1;
         }
         count
     }
