@@ -49,17 +49,17 @@
 //!   share those `k` coordinates lie side by side, and each run's distinct
 //!   cells of the other dimensions are counted by a stamp per cell (the
 //!   number of the run that last saw it: no clearing, and no branch on
-//!   where runs start; `stamps.rs`, which the fibers' stamps share), or
-//!   by a bitmap cleared after each run; others of many cells, when runs
-//!   average at most four entries, by a hash table whose slots hold a run
-//!   number beside the cell (another run's number is an empty slot: no
-//!   emptying between runs, and no branch on where they end). A set that a
-//!   partition pass would hash after a scatter is hashed by runs instead,
-//!   on runs of longer means too, up to `RUN_TABLE` entries
-//!   (`Counter::hashed_by_runs`): the probes a bucket's table would take,
-//!   without the scatter. Files are often stored sorted, and their sets
-//!   with the first dimension then cost a scan with a small table each,
-//!   not a partition pass.
+//!   where runs start; `stamps.rs`, which the fibers' stamps share), or,
+//!   on runs of more than four entries on average, by a bitmap cleared
+//!   after each run. On shorter runs, the others are counted by a hash
+//!   table whose slots hold a run number beside the cell (another run's
+//!   number is an empty slot: no emptying between runs, and no branch on
+//!   where they end). A set that a partition pass would hash after a
+//!   scatter is hashed by runs instead, on runs of longer means too, up to
+//!   `RUN_TABLE` entries (`Counter::hashed_by_runs`): the probes a
+//!   bucket's table would take, without the scatter. Files are often
+//!   stored sorted, and their sets with the first dimension then cost a
+//!   scan with a small table each, not a partition pass.
 //! - **tiny input** (at most 64 entries): a mask per dimension and entry of
 //!   the entries that share its coordinate; a set's projections are counted
 //!   by ANDing its dimensions' masks (`count_tiny`).
@@ -351,10 +351,11 @@ impl<'a> Counter<'a> {
     /// How runs of the first `k` dimensions count the cells of `rest`: by
     /// stamps (`Runs::count_stamped`: 4 bytes a cell, within the bitmaps'
     /// budget of 16 bytes an entry and in L2, and a run number per entry
-    /// below `u32::MAX`); by a bitmap cleared run by run, within that
-    /// budget; else, when the rest's cells fit a word and the runs are
-    /// short (the identity's prefix counts tell their mean length), by a
-    /// hash table of runs' cells (`Runs::count_hashed`). `None`: not by runs.
+    /// below `u32::MAX`); when the runs are short (the identity's prefix
+    /// counts tell their mean length) and the rest's cells fit a word, by a
+    /// hash table of runs' cells (`Runs::count_hashed`: a bitmap's clearing
+    /// after runs of an entry or two costs more than a probe); else by a
+    /// bitmap cleared run by run, within that budget. `None`: not by runs.
     fn runs_tally(&self, k: usize, rest: Dims) -> Option<Tally> {
         let cells = self.cells(rest)?;
         let entries = self.entries();
@@ -362,11 +363,13 @@ impl<'a> Counter<'a> {
         if cells <= STAMP_CELLS.min(entries.saturating_mul(4)) && entries < u64::from(u32::MAX) {
             return Some(Tally::Stamps);
         }
-        if cells <= budget {
+        let short = self
+            .get(u64::MAX >> (64 - k.clamp(1, 64)))
+            .is_some_and(|runs| entries <= runs.saturating_mul(RUN_HASHED));
+        if cells <= budget && !short {
             return Some(Tally::Bitmap);
         }
-        let runs = self.get(u64::MAX >> (64 - k.clamp(1, 64)))?;
-        (entries <= runs.saturating_mul(RUN_HASHED)).then_some(Tally::Hash)
+        short.then_some(Tally::Hash)
     }
 
     /// How `set`, which a partition pass by `a` would hash after a scatter,

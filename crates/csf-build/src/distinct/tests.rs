@@ -621,7 +621,8 @@ fn sorted_input_counts_by_runs() {
                 (0b01011, 2, Stamps),
                 (0b11101, 1, Hash),
                 (0b01101, 1, Stamps),
-                (0b10101, 1, Bitmap),
+                // Cells for a bitmap, but runs too short to clear one.
+                (0b10101, 1, Hash),
             ],
         ),
         (&[300, 2, 1500, 1000], &[(0b1101, 1, Bitmap), (0b1011, 2, Stamps), (0b1001, 1, Stamps)]),
