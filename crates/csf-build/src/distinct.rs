@@ -55,8 +55,8 @@
 //!   table whose slots hold a run number beside the cell (another run's
 //!   number is an empty slot: no emptying between runs, and no branch on
 //!   where they end). A set that a partition pass would hash after a
-//!   scatter is hashed by runs instead, on runs of longer means too, up to
-//!   `RUN_TABLE` entries (`Counter::hashed_by_runs`): the probes a
+//!   scatter is hashed by runs instead, on longer runs too, none of more
+//!   than `RUN_TABLE` entries (`Counter::hashed_by_runs`): the probes a
 //!   bucket's table would take, without the scatter. Files are often
 //!   stored sorted, and their sets with the first dimension then cost a
 //!   scan with a small table each, not a partition pass.
@@ -67,20 +67,20 @@
 //! Memory, all freed before the build proper: bitmaps in flight stay within
 //! 16 bytes per entry (a scan counts its bitmaps and every bitmap projected
 //! from them; a single scan bigger than that runs alone); sorted input's
-//! first differences take a byte per entry, and a count by runs a bitmap
-//! or stamps of at most 1 MiB per thread, within the 16 bytes, or a hash
-//! table of at most 4 slots (16 bytes each) an entry of its longest run; a pass holds one
-//! key per entry (8 or 16 bytes) plus, per thread, a table of at most
-//! 1 MiB, a bucket bitmap of at most 1 MiB and 4 bytes per entry (a
-//! part's or a fibers' bitmap 2 bytes per entry), and a fibers' table of at most `2^16` group starts and
-//! two per key of an average bucket; and, for a bucket counted by fibers,
-//! by parts or by hash tables too big for one, a copy of its keys or cells
-//! (of the biggest such bucket, per thread). That is at most two key
-//! arrays, what the sort per set that `Auto` ran before held, and one on
-//! input whose buckets are even. Under `build_owned` of input out of
-//! order, the counting reads keys packed over the first column and the
-//! passes' key array is the second column (`build/packed.rs`): no fresh
-//! key array.
+//! first differences take a byte per entry, and a count by runs a bitmap or
+//! stamps of at most 1 MiB per thread, within the 16 bytes, or a hash table
+//! of at most 4 slots (16 bytes each) an entry of its longest run; a pass
+//! holds one key per entry (8 or 16 bytes) plus, per thread, a table of at
+//! most 1 MiB, a bucket bitmap of at most 1 MiB and 4 bytes per entry (a
+//! part's or a fibers' bitmap 2 bytes per entry), and a fibers' table of at
+//! most `2^16` group starts and two per key of an average bucket; and, for a
+//! bucket counted by fibers, by parts or by hash tables too big for one, a
+//! copy of its keys or cells (of the biggest such bucket, per thread). That
+//! is at most two key arrays, what the sort per set that `Auto` ran before
+//! held, and one on input whose buckets are even. Under `build_owned` of
+//! input out of order, the counting reads keys packed over the first column
+//! and the passes' key array is the second column (`build/packed.rs`): no
+//! fresh key array.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -138,10 +138,9 @@ const RUN_HASHED: u64 = 4;
 /// The slots (of a run number and a cell, 16 KiB) a count by runs with a
 /// hash table starts with (`Runs::count_hashed`): twice a run of 512 cells.
 const RUN_SLOT_BITS: u32 = 10;
-/// The longest mean run counted by hashing runs in place of a partition
-/// pass that would hash the set (`Counter::hashed_by_runs`): the table, two
-/// to four slots of 16 bytes a cell of the longest run, stays in L2 for
-/// runs about this long.
+/// The longest run counted by hashing runs in place of a partition pass
+/// that would hash the set (`Counter::hashed_by_runs`): the table, two to
+/// four slots of 16 bytes a cell of the longest run, stays in L2.
 const RUN_TABLE: u64 = 1 << 13;
 /// Entries per block of a bitmap scan: 64 KiB of rank-4 coordinates, which
 /// stay in L2 while each set of the scan reads them.
@@ -237,6 +236,9 @@ pub(crate) struct Counter<'a> {
     /// one). A set holding the first dimensions is then counted by runs
     /// (`Counter::by_runs`).
     first_diff: Option<Vec<u8>>,
+    /// `(k, n)`: the longest run of the first `k` dimensions has `n`
+    /// entries (`Counter::longest_run`), for each `k` asked.
+    longest: Vec<(usize, usize)>,
 }
 
 impl<'a> Counter<'a> {
@@ -244,7 +246,8 @@ impl<'a> Counter<'a> {
         // Handing small inputs to the thread pool costs more than it saves.
         let parallel = parallel && source.len >= MIN_CHUNK;
         let known = Known::new(source.shape.len());
-        Self { source, parallel, known, keys: KeyArrays::default(), tiny: None, first_diff: None }
+        let keys = KeyArrays::default();
+        Self { source, parallel, known, keys, tiny: None, first_diff: None, longest: Vec::new() }
     }
 
     /// A counter whose partition passes write their keys into `scratch`
@@ -375,12 +378,12 @@ impl<'a> Counter<'a> {
     /// How `set`, which a partition pass by `a` would hash after a scatter,
     /// is counted by hashing runs instead (`Runs::count_hashed`): when the
     /// entries are in identity order, `set` holds a prefix and its rest's
-    /// cells fit a word, and the runs average at most [`RUN_TABLE`] entries
-    /// (the table stays in cache). That is the probes a bucket of the pass
-    /// would take, without the scatter. (Keys left in buckets by `a` are
-    /// hashed there: a bucket's table reads a key, a run's packs the rest's
-    /// coordinates.)
-    fn hashed_by_runs(&self, a: usize, set: Dims) -> Option<(usize, Dims, Tally)> {
+    /// cells fit a word, and no run has more than [`RUN_TABLE`] entries
+    /// (the table stays in cache, where a pass splits a big bucket into
+    /// parts that do). That is the probes a bucket of the pass would take,
+    /// without the scatter. (Keys left in buckets by `a` are hashed there:
+    /// a bucket's table reads a key, a run's packs the rest's coordinates.)
+    fn hashed_by_runs(&mut self, a: usize, set: Dims) -> Option<(usize, Dims, Tally)> {
         let k = set.trailing_ones() as usize;
         let rest = set & !(u64::MAX >> (64 - k.max(1)));
         let scattered = self.scattered_by() == Some(a) && self.packs_all();
@@ -388,8 +391,26 @@ impl<'a> Counter<'a> {
             return None;
         }
         self.cells(rest)?;
-        let runs = self.get(u64::MAX >> (64 - k.clamp(1, 64)))?;
-        (self.entries() <= runs.saturating_mul(RUN_TABLE)).then_some((k, rest, Tally::Hash))
+        (self.longest_run(k) as u64 <= RUN_TABLE).then_some((k, rest, Tally::Hash))
+    }
+
+    /// The entries of the longest run of the first `k` dimensions (0 unless
+    /// the entries are in identity order): one read of the first
+    /// differences, kept for the next set of the same `k`.
+    fn longest_run(&mut self, k: usize) -> usize {
+        if let Some(&(_, n)) = self.longest.iter().find(|(of, _)| *of == k) {
+            return n;
+        }
+        let Some(first_diff) = self.first_diff.as_deref() else { return 0 };
+        let k8 = u8::try_from(k).unwrap_or(u8::MAX);
+        // Without a branch on where runs start.
+        let (mut start, mut longest) = (0, 0);
+        for (e, &f) in first_diff.iter().enumerate() {
+            start = if f < k8 { e } else { start };
+            longest = longest.max(e - start + 1);
+        }
+        self.longest.push((k, longest));
+        longest
     }
 
     /// Whether a partition pass by `a` counts the dense `set` for less than a

@@ -694,9 +694,10 @@ fn sorted_input_counts_by_runs() {
 }
 
 /// Sorted input: a set that a pass would hash, holding the first dimension,
-/// is counted by a hash table per run instead, exactly and without a
-/// scatter, on one thread and in parallel, rows and columns; once a pass
-/// has left the keys in buckets by its dimension, the set is hashed there.
+/// is counted by hashing its runs instead, exactly and without a scatter,
+/// on one thread and in parallel, rows and columns; once a pass has left
+/// the keys in buckets by its dimension, or when a run is too long for a
+/// table in cache, the set is hashed by the pass.
 #[test]
 fn sets_a_pass_would_hash_count_by_runs_on_sorted_input() {
     let shape = [12u64, 1 << 20, 1 << 20, 1 << 20];
@@ -729,9 +730,21 @@ fn sets_a_pass_would_hash_count_by_runs_on_sorted_input() {
             counter.count_pass(2, &[0b0110]);
             assert_eq!(counter.get(0b0110), Some(brute(&indices, 4, 0b0110)));
             assert_eq!(counter.scattered_by(), Some(2));
-            assert_eq!(counter.hashed_by_runs(2, 0b1111 & !0b0010), None);
+            assert_eq!(counter.hashed_by_runs(2, set), None);
         }
     }
+    // One run longer than `RUN_TABLE` entries: a pass.
+    let long: Vec<u64> =
+        (0..20_000u64).flat_map(|e| [u64::from(e >= 9000), e, e * 7 % 1000, e % 5]).collect();
+    let source = Source { shape: &shape, indices: Indices::RowMajor(&long), len: 20_000, packed: None };
+    let mut counter = Counter::new(&source, false);
+    assert!(counter.count_sorted_prefixes());
+    assert!(!counter.counts_by_bitmap(2, set));
+    assert_eq!(counter.longest_run(1), 11_000);
+    assert_eq!(counter.hashed_by_runs(2, set), None);
+    counter.count_pass(2, &[set]);
+    assert_eq!(counter.get(set), Some(brute(&long, 4, set)));
+    assert_eq!(counter.scattered_by(), Some(2));
     // Input out of order: a pass.
     let mut unsorted = indices.clone();
     unsorted.swap(0, 4 * (n - 1));
