@@ -343,12 +343,17 @@ impl<'a> Counter<'a> {
     /// and a partition pass would scatter the entries first. Returns `k`,
     /// the rest and how its cells are counted.
     fn by_runs(&self, set: Dims) -> Option<(usize, Dims, Tally)> {
+        let (k, rest) = self.prefix_and_rest(set)?;
+        self.runs_tally(k, rest).map(|tally| (k, rest, tally))
+    }
+
+    /// `set` as `k >= 1` first dimensions (a prefix) and the others (its
+    /// rest, not empty), when the entries are in identity order: what a
+    /// count by runs takes. `None` otherwise.
+    fn prefix_and_rest(&self, set: Dims) -> Option<(usize, Dims)> {
         let k = set.trailing_ones() as usize;
         let rest = set & !(u64::MAX >> (64 - k.max(1)));
-        if self.first_diff.is_none() || k == 0 || rest == 0 {
-            return None;
-        }
-        self.runs_tally(k, rest).map(|tally| (k, rest, tally))
+        (self.first_diff.is_some() && k > 0 && rest != 0).then_some((k, rest))
     }
 
     /// How runs of the first `k` dimensions count the cells of `rest`: by
@@ -384,10 +389,9 @@ impl<'a> Counter<'a> {
     /// without the scatter. (Keys left in buckets by `a` are hashed there:
     /// a bucket's table reads a key, a run's packs the rest's coordinates.)
     fn hashed_by_runs(&mut self, a: usize, set: Dims) -> Option<(usize, Dims, Tally)> {
-        let k = set.trailing_ones() as usize;
-        let rest = set & !(u64::MAX >> (64 - k.max(1)));
+        let (k, rest) = self.prefix_and_rest(set)?;
         let scattered = self.scattered_by() == Some(a) && self.packs_all();
-        if self.first_diff.is_none() || k == 0 || rest == 0 || scattered || self.counts_by_bitmap(a, set) {
+        if scattered || self.counts_by_bitmap(a, set) {
             return None;
         }
         self.cells(rest)?;
@@ -462,13 +466,18 @@ impl<'a> Counter<'a> {
         if self.count_tiny(sets) {
             return;
         }
-        let (runs, sets): (Vec<Dims>, Vec<Dims>) =
-            sets.iter().filter(|&&s| self.get(s).is_none()).partition(|&&s| self.by_runs(s).is_some());
-        for set in runs {
-            let distinct = self.by_runs(set).map_or(0, |how| self.count_runs(how));
+        let (mut runs, mut scanned) = (Vec::new(), Vec::new());
+        for &set in sets.iter().filter(|&&s| self.get(s).is_none()) {
+            match self.by_runs(set) {
+                Some(how) => runs.push((set, how)),
+                None => scanned.push(set),
+            }
+        }
+        for (set, how) in runs {
+            let distinct = self.count_runs(how);
             self.known.insert(set, distinct);
         }
-        let sets = &sets[..];
+        let sets = &scanned[..];
         // The bitmaps' memory budget is the key array's: let it go first.
         self.keys.release();
         let cells = |set: Dims| self.cells(set).unwrap_or(0);
